@@ -1,0 +1,83 @@
+{{/* Name of the chart, unless overridden. */}}
+{{- define "hivecat.name" -}}
+{{- .Values.nameOverride | default .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Name of the release's objects: the release name, suffixed with the chart name unless it already contains it. */}}
+{{- define "hivecat.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else if contains (include "hivecat.name" .) .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name (include "hivecat.name" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels that select the operator's pods; must not change between upgrades. */}}
+{{- define "hivecat.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "hivecat.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* Labels of every object of the release. */}}
+{{- define "hivecat.labels" -}}
+{{ include "hivecat.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* ServiceAccount the operator runs as. */}}
+{{- define "hivecat.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- .Values.serviceAccount.name | default (include "hivecat.fullname" .) -}}
+{{- else -}}
+{{- .Values.serviceAccount.name | default "default" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Operator image reference; the tag defaults to the chart's appVersion. */}}
+{{- define "hivecat.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/*
+RBAC rules the operator needs in each namespace it watches (cluster-wide when it
+watches all of them): its custom resources and their status (kopf also patches the
+main object for finalizers and its annotations), events it posts, and the objects it
+runs catalogs and copies with.
+*/}}
+{{- define "hivecat.namespacedRules" -}}
+- apiGroups: [hivecatalog.io]
+  resources: [hivecatalogs, clusterstorages, tablereplicas]
+  verbs: [get, list, watch, patch, update]
+- apiGroups: [hivecatalog.io]
+  resources: [hivecatalogs/status, clusterstorages/status, tablereplicas/status]
+  verbs: [get, patch, update]
+- apiGroups: ["", events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+# Metastore Deployment and Service, client ConfigMaps, and service accounts that carry IRSA roles.
+- apiGroups: [""]
+  resources: [configmaps, services, serviceaccounts]
+  verbs: [get, list, watch, create, update, patch, delete]
+- apiGroups: [apps]
+  resources: [deployments]
+  verbs: [get, list, watch, create, update, patch, delete]
+# Database passwords and cloud credentials are only read.
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [get]
+# Scan, repair and copy runs (compute types KubernetesJob and SparkApplication).
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [get, list, watch, create, update, patch, delete]
+- apiGroups: [sparkoperator.k8s.io]
+  resources: [sparkapplications]
+  verbs: [get, list, watch, create, delete]
+# Leases the operator takes for locking and coordination between its runs.
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [get, list, watch, create, update, patch, delete]
+{{- end -}}

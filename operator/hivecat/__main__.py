@@ -1,0 +1,5 @@
+import sys
+
+from hivecat.cli import main
+
+sys.exit(main())

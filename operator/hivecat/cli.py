@@ -1,0 +1,61 @@
+"""The `hivecat` command line: one entry point, one subcommand per job."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+HANDLERS_MODULE = "hivecat.handlers"
+
+
+def _run_operator(kopf_args: list[str]) -> int:
+    """`hivecat run ...` is `kopf run -m hivecat.handlers ...`: every kopf flag works unchanged."""
+    import kopf.cli  # kopf is only needed by this subcommand
+
+    try:
+        kopf.cli.main.main(["run", "-m", HANDLERS_MODULE, *kopf_args], prog_name="hivecat")
+    except SystemExit as exit_:  # click always exits; turn that into a return code
+        return int(exit_.code or 0) if not isinstance(exit_.code, str) else 1
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hivecat",
+        description="Run Hive catalogs across several storage clusters (Kubernetes operator and tools).",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    sub.add_parser(
+        "run", add_help=False,
+        help="start the operator (all `kopf run` flags, e.g. --standalone, -A, -n NS; see `hivecat run --help`)",
+    )
+
+    demo = sub.add_parser(
+        "demo", help="start a local Hive Metastore, create a sample partitioned table with Spark, list it",
+        description="Start a real Hive Metastore 2.3 (embedded Derby unless --mariadb-url is given) and a local "
+                    "Spark session, create demo.sales partitioned by dt, then list databases, tables and "
+                    "partition locations through the metastore's Thrift API.",
+    )
+    demo.add_argument("--workdir", help="keep the metastore and warehouse here (default: a temporary directory)")
+    demo.add_argument("--mariadb-url", metavar="URL",
+                      help="SQLAlchemy URL of a MariaDB/MySQL server (no database part); the demo creates a "
+                           "latin1 database `hivecat_demo` on it for the metastore instead of Derby")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["run"]:  # kopf parses its own flags, including --help
+        return _run_operator(args_list[1:])
+    args = build_parser().parse_args(args_list)
+    if args.command == "demo":
+        from hivecat.demo import run_demo
+
+        return run_demo(workdir=args.workdir, mariadb_url=args.mariadb_url)
+    raise AssertionError(f"unhandled command {args.command}")  # argparse rejects unknown commands first
+
+
+if __name__ == "__main__":
+    sys.exit(main())

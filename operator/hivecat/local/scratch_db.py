@@ -1,0 +1,55 @@
+"""Scratch databases on a MariaDB/MySQL or PostgreSQL server, for a local HMS or for tests."""
+
+from __future__ import annotations
+
+import re
+
+import sqlalchemy as sa
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+
+
+def _checked(name: str) -> str:
+    # Names are interpolated into DDL (no bind parameters there), so they are whitelisted.
+    if not _NAME.match(name):
+        raise ValueError(f"invalid scratch database name {name!r}")
+    return name
+
+
+def server_engine(server_url: str) -> sa.Engine:
+    """An engine on the server's maintenance database (none on MySQL, `postgres` on PostgreSQL)."""
+    url = sa.make_url(server_url)
+    if url.get_backend_name() == "postgresql":
+        return sa.create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    return sa.create_engine(url.set(database=None), isolation_level="AUTOCOMMIT")
+
+
+def create_database(server_url: str, name: str, *, latin1: bool = True) -> str:
+    """Create `name` (dropping a leftover of the same name) and return a URL that points at it.
+
+    HMS on MySQL/MariaDB needs latin1: its index keys overflow InnoDB's limit under utf8mb4.
+    """
+    name = _checked(name)
+    engine = server_engine(server_url)
+    with engine.connect() as conn:
+        backend = engine.dialect.name
+        if backend == "postgresql":
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            conn.execute(sa.text(f'CREATE DATABASE "{name}" ENCODING \'UTF8\' TEMPLATE template0'))
+        else:
+            charset = "CHARACTER SET latin1 COLLATE latin1_bin" if latin1 else "CHARACTER SET utf8mb4"
+            conn.execute(sa.text(f"DROP DATABASE IF EXISTS `{name}`"))
+            conn.execute(sa.text(f"CREATE DATABASE `{name}` {charset}"))
+    engine.dispose()
+    return sa.make_url(server_url).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_database(server_url: str, name: str) -> None:
+    name = _checked(name)
+    engine = server_engine(server_url)
+    with engine.connect() as conn:
+        if engine.dialect.name == "postgresql":
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        else:
+            conn.execute(sa.text(f"DROP DATABASE IF EXISTS `{name}`"))
+    engine.dispose()

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# System part of `make setup`/`make test` on Debian: JDK 17, MariaDB + its JDBC driver, PostgreSQL +
+# its JDBC driver, and the `hivecat` database users the tests and the demo connect as.
+# Idempotent: installs only what is missing, starts only what is stopped.
+set -euo pipefail
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+log() { printf 'setup: %s\n' "$*"; }
+
+# --- packages ---------------------------------------------------------------------------------
+missing=()
+java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1; }
+if ! command -v java >/dev/null || [ "$(java_major)" -lt 17 ]; then missing+=(openjdk-17-jdk-headless); fi
+[ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server mariadb-client)
+[ -f /usr/share/java/mariadb-java-client.jar ] || missing+=(libmariadb-java)
+ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
+[ -f /usr/share/java/postgresql.jar ] || missing+=(libpostgresql-jdbc-java)
+python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+command -v unzip >/dev/null || missing+=(unzip)
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# --- MariaDB ------------------------------------------------------------------------------------
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+wait_port() { for _ in $(seq 1 60); do port_open "$1" && return 0; sleep 0.5; done; return 1; }
+if ! port_open 3306; then
+  log "starting MariaDB"
+  $SUDO install -d -o mysql -g mysql /run/mysqld
+  $SUDO start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql
+  wait_port 3306 || { log "MariaDB did not open 127.0.0.1:3306"; exit 1; }
+fi
+# A fresh Debian lets root in only through the unix socket, so the tests get their own user.
+# It needs to create and drop scratch databases, hence the global grant: this is a dev/CI machine.
+log "ensuring MariaDB user hivecat"
+$SUDO mariadb -uroot <<'SQL'
+CREATE USER IF NOT EXISTS 'hivecat'@'localhost' IDENTIFIED BY 'hivecat';
+CREATE USER IF NOT EXISTS 'hivecat'@'127.0.0.1' IDENTIFIED BY 'hivecat';
+GRANT ALL PRIVILEGES ON *.* TO 'hivecat'@'localhost' WITH GRANT OPTION;
+GRANT ALL PRIVILEGES ON *.* TO 'hivecat'@'127.0.0.1' WITH GRANT OPTION;
+FLUSH PRIVILEGES;
+SQL
+
+# --- PostgreSQL ---------------------------------------------------------------------------------
+if ! port_open 5432; then
+  log "starting PostgreSQL"
+  version=$(ls /etc/postgresql | sort -V | tail -n1)
+  $SUDO pg_ctlcluster --skip-systemctl-redirect "$version" main start
+  wait_port 5432 || { log "PostgreSQL did not open 127.0.0.1:5432"; exit 1; }
+fi
+log "ensuring PostgreSQL role hivecat"
+as_postgres() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else sudo -u postgres "$@"; fi; }
+as_postgres psql -q -v ON_ERROR_STOP=1 -d postgres <<'SQL'
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'hivecat') THEN
+    CREATE ROLE hivecat LOGIN CREATEDB PASSWORD 'hivecat';
+  END IF;
+END $$;
+SQL
+log "system ready"
