@@ -6,6 +6,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from hivecat.commands import relocate
+
 HANDLERS_MODULE = "hivecat.handlers"
 
 
@@ -42,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--mariadb-url", metavar="URL",
                       help="SQLAlchemy URL of a MariaDB/MySQL server (no database part); the demo creates a "
                            "latin1 database `hivecat_demo` on it for the metastore instead of Derby")
+    relocate.add_parser(sub)
     return parser
 
 
@@ -54,6 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from hivecat.demo import run_demo
 
         return run_demo(workdir=args.workdir, mariadb_url=args.mariadb_url)
+    if args.command == "relocate":
+        return relocate.run(args)
     raise AssertionError(f"unhandled command {args.command}")  # argparse rejects unknown commands first
 
 

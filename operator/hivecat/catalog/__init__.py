@@ -1,0 +1,1 @@
+"""Metastore catalogs (SQL over the HMS schema, Glue, Thrift) behind one protocol, and relocation."""

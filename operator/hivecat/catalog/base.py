@@ -1,0 +1,44 @@
+"""The Catalog protocol: what every metastore backend (SQL, Glue, Thrift) offers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+from hivecat.catalog.model import (
+    DatabaseInfo, PartitionInfo, RelocationReport, RelocationRequest, RunSummary, TableInfo,
+)
+
+
+@runtime_checkable
+class Catalog(Protocol):
+    """A Hive catalog. Reads are plain; every write is transactional (SQL) or journaled (Glue, Thrift)."""
+
+    name: str  # identifies the catalog in journals and locks (e.g. mysql://host:3306/hms, glue://region/id)
+
+    def list_databases(self) -> Iterator[DatabaseInfo]: ...
+
+    def list_tables(self, database: str) -> Iterator[TableInfo]: ...
+
+    def list_partitions(self, database: str, table: str, partition_filter: str | None = None) -> Iterator[PartitionInfo]: ...
+
+    def relocate(self, request: RelocationRequest) -> RelocationReport:
+        """Rewrite locations under request.old_prefix to request.new_prefix within request.scope.
+
+        Raises RelocationRefused (and writes nothing) for invalid or unsafe requests.
+        """
+        ...
+
+    def undo(self, run_id: str) -> RelocationReport:
+        """Restore every value run_id changed that still holds what the run wrote."""
+        ...
+
+    def history(self) -> Sequence[RunSummary]: ...
+
+    def set_params(self, database: str, table: str, params: Mapping[str, str],
+                   partition_values: Sequence[str] | None = None) -> None:
+        """Set table parameters (or a partition's, when partition_values is given)."""
+        ...
+
+    def remove_params(self, database: str, table: str, keys: Sequence[str],
+                      partition_values: Sequence[str] | None = None) -> None: ...

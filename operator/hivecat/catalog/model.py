@@ -1,0 +1,162 @@
+"""What catalogs hold and what a relocation asks for and reports. Plain data, no I/O."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+
+DEFAULT_PARAM_KEYS: tuple[str, ...] = ("path", "avro.schema.url")
+
+
+class ObjectKind(str, enum.Enum):
+    """Every place a metastore keeps a location, one kind per place."""
+
+    CATALOG = "catalog"                       # CTLGS.LOCATION_URI (Hive 3+)
+    DATABASE = "database"                     # DBS.DB_LOCATION_URI
+    DATABASE_MANAGED = "database_managed"     # DBS.DB_MANAGED_LOCATION_URI (Hive 4)
+    TABLE = "table"                           # SDS.LOCATION of a table's storage descriptor
+    PARTITION = "partition"                   # SDS.LOCATION of a partition's storage descriptor
+    SERDE_PARAM = "serde_param"               # SERDE_PARAMS (e.g. `path` of Spark datasource tables)
+    TABLE_PARAM = "table_param"               # TABLE_PARAMS
+    PARTITION_PARAM = "partition_param"       # PARTITION_PARAMS
+    SKEWED_LOCATION = "skewed_location"       # SKEWED_COL_VALUE_LOC_MAP.LOCATION
+    FUNCTION_RESOURCE = "function_resource"   # FUNC_RU.RESOURCE_URI (UDF jars)
+
+
+@dataclass(frozen=True)
+class DatabaseInfo:
+    name: str
+    location: str | None
+    managed_location: str | None = None
+    parameters: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    database: str
+    name: str
+    location: str | None
+    table_type: str | None = None             # MANAGED_TABLE, EXTERNAL_TABLE, VIRTUAL_VIEW, ...
+    partition_keys: tuple[str, ...] = ()
+    parameters: dict[str, str] = field(default_factory=dict)
+    serde_parameters: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.database}.{self.name}"
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    database: str
+    table: str
+    values: tuple[str, ...]
+    location: str | None
+    parameters: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Whole catalog (all None), one database, one table, or a table's partitions matching a filter."""
+
+    database: str | None = None
+    table: str | None = None
+    partition_filter: str | None = None  # HMS get_partitions_by_filter syntax
+
+    def __post_init__(self) -> None:
+        if self.table and not self.database:
+            raise ValueError("a table scope needs its database")
+        if self.partition_filter and not self.table:
+            raise ValueError("a partition filter needs a table")
+
+
+@dataclass(frozen=True)
+class RelocationRequest:
+    old_prefix: str
+    new_prefix: str
+    scope: Scope = Scope()
+    param_keys: tuple[str, ...] = DEFAULT_PARAM_KEYS  # location-valued keys of SERDE/TABLE/PARTITION_PARAMS
+    allow_scheme_change: bool = False
+    force_acid: bool = False
+    skip_refused: bool = False  # rewrite the rest and count refused objects, instead of refusing the run
+    dry_run: bool = False
+    chunk_size: int | None = None  # None: one transaction (SQL); rows per chunk otherwise
+
+
+@dataclass
+class KindCounts:
+    rewritten: int = 0   # changed (or, in a dry run, would change)
+    skipped: int = 0     # under the old prefix but left alone (e.g. done by an earlier attempt of the run)
+    conflicted: int = 0  # changed by someone else between plan and write: reported, never clobbered
+    refused: int = 0     # in a refused table (Iceberg, ACID) and left alone because skip_refused was set
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why an object (or the whole run, when `table` is None) may not be relocated."""
+
+    reason: str    # machine-readable: iceberg, acid, scheme-change, overlap, invalid-uri, not-found, ...
+    message: str
+    table: str | None = None
+
+
+class RelocationRefused(Exception):
+    """The run is refused before any write; every refusal says why."""
+
+    def __init__(self, refusals: list[Refusal]):
+        self.refusals = refusals
+        super().__init__("; ".join(r.message for r in refusals))
+
+
+@dataclass
+class RelocationReport:
+    run_id: str
+    catalog: str
+    old_prefix: str
+    new_prefix: str
+    dry_run: bool
+    counts: dict[ObjectKind, KindCounts] = field(default_factory=dict)
+    sample: list[tuple[str, str]] = field(default_factory=list)  # a few old -> new pairs
+    tables_touched: list[str] = field(default_factory=list)      # db.table: refresh these in caching clients
+    refusals: list[Refusal] = field(default_factory=list)
+    seconds: float = 0.0
+    status: str = "done"  # done | dry-run | undone | partial
+
+    SAMPLE_SIZE = 10
+
+    def count(self, kind: ObjectKind) -> KindCounts:
+        return self.counts.setdefault(kind, KindCounts())
+
+    def add_sample(self, old: str, new: str) -> None:
+        if len(self.sample) < self.SAMPLE_SIZE:
+            self.sample.append((old, new))
+
+    @property
+    def rewritten(self) -> int:
+        return sum(c.rewritten for c in self.counts.values())
+
+    @property
+    def conflicted(self) -> int:
+        return sum(c.conflicted for c in self.counts.values())
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["counts"] = {kind.value: asdict(c) for kind, c in sorted(self.counts.items(), key=lambda kv: kv[0].value)}
+        data["sample"] = [{"old": o, "new": n} for o, n in self.sample]
+        data["rewritten"] = self.rewritten
+        data["conflicted"] = self.conflicted
+        return data
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One line of `hivecat relocate --history`."""
+
+    run_id: str
+    catalog: str
+    old_prefix: str
+    new_prefix: str
+    status: str        # planned | running | done | failed | undone
+    started_at: str
+    finished_at: str | None
+    rows: int

@@ -1,0 +1,1 @@
+"""One module per `hivecat` subcommand: add_parser() declares it, run() carries it out."""

@@ -1,0 +1,421 @@
+"""The one place the location-prefix rules live: parsing prefixes, rebasing locations, and the same match
+expressed in SQL for backends that rewrite server-side.
+
+A location is under a prefix when it starts with one spelling of the prefix (scheme, authority, path) and
+then ends or goes on with '/'. The match is anchored and stops at a path-segment boundary. Hive's metatool
+instead checks scheme+host and then does an unanchored regex replace over the whole string (so /warehouse
+also rewrites /warehouse2, and any later occurrence of the text): we never do that.
+
+Rules, all decided here:
+- scheme and host compare case-insensitively, ASCII only; userinfo, port and path byte for byte;
+- the authority matches exactly: hdfs://nn and hdfs://nn:8020 are different (HA nameservices have no port);
+- a trailing slash on a prefix is ignored; the rest of a location after the prefix (trailing slash, odd
+  characters, percent-escapes) is kept byte for byte; nothing is percent-decoded or normalized, so a prefix
+  must be written as the metastore stores locations (Hadoop stores paths decoded: /a b, not /a%20b);
+- file:/x and file:///x are the same location (HMS stores file:/x). file://host/x, localhost included, is
+  neither: Hadoop's local filesystem refuses paths with an authority ("Wrong FS"), so such a location is
+  left alone and such a prefix is invalid;
+- every scheme but file needs //authority (hdfs:///x means "the default filesystem", which is not a place);
+- the file: root cannot be a prefix: file:/ + '/' would also match file://host/...;
+- a location is never parsed beyond the prefix: junk does not raise, it just does not match.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.functions import FunctionElement
+
+
+class InvalidLocation(ValueError):
+    """A prefix (or a pair of them) that must not be used; `reason` is machine-readable."""
+
+    def __init__(self, message: str, reason: str = "invalid-uri"):
+        super().__init__(message)
+        self.reason = reason  # invalid-uri, overlap or scheme-change (the Refusal reasons of catalog.model)
+
+
+# Schemes that reach the same storage through different clients: moving between them is a reconfiguration,
+# moving across families moves data. Each family is named after its first member, so an unknown scheme
+# (its own family) can never collide with a family name.
+_FAMILIES: dict[str, str] = {
+    "hdfs": "hdfs", "viewfs": "hdfs",
+    "s3": "s3", "s3a": "s3", "s3n": "s3",
+    "abfs": "abfs", "abfss": "abfs", "wasb": "abfs", "wasbs": "abfs",
+    "gs": "gs",
+    "file": "file",
+}
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+_CANONICAL_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
+_USERINFO = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=%:]+")   # RFC 3986 userinfo, not empty
+_REG_NAME = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=%]+")     # RFC 3986 reg-name, not empty
+_IP_LITERAL = re.compile(r"\[[0-9A-Fa-f:.]+\]")
+_PORT = re.compile(r"[0-9]+")
+# Control, format (zero-width, bidi), surrogate and line/paragraph separator characters: never in a real path,
+# always a copy-paste accident in a prefix.
+_INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def scheme_family(scheme: str) -> str:
+    """The family a scheme belongs to; an unknown scheme is its own family."""
+    scheme = scheme.lower()
+    return _FAMILIES.get(scheme, scheme)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A run of a spelling, compared case-insensitively (ASCII) or exactly."""
+
+    text: str        # lower case when fold_case
+    fold_case: bool
+
+
+@dataclass(frozen=True)
+class LocationPrefix:
+    """A parsed prefix, in canonical form. Build one with parse_prefix()."""
+
+    scheme: str      # lower case
+    authority: str   # host lower case; userinfo and port as given; '' for file:
+    path: str        # no trailing slash; '' is the filesystem root
+
+    def __post_init__(self) -> None:
+        _check_canonical(self)
+
+    def __str__(self) -> str:
+        if self.scheme == "file":
+            return f"file:{self.path}"
+        return f"{self.scheme}://{self.authority}{self.path}"
+
+    @property
+    def family(self) -> str:
+        return scheme_family(self.scheme)
+
+    def patterns(self) -> tuple[tuple[Piece, ...], ...]:
+        """Each spelling as pieces: what a stored location must start with, piece by piece."""
+        path = Piece(self.path, False)
+        if self.scheme == "file":
+            return ((Piece("file:", True), path), (Piece("file://", True), path))
+        userinfo, host, port = _split_authority(self.authority)
+        pieces = [Piece(f"{self.scheme}://", True)]
+        if userinfo is not None:
+            pieces.append(Piece(f"{userinfo}@", False))
+        pieces.append(Piece(host, True))
+        if port is not None:
+            pieces.append(Piece(f":{port}", False))
+        pieces.append(path)
+        return (_merged(pieces),)
+
+    def spellings(self) -> tuple[str, ...]:
+        """The literal strings (scheme and host in lower case) a location under this prefix starts with.
+
+        A location is under the prefix when, for one spelling s, its first len(s) characters equal s
+        (ignoring ASCII case in scheme and host; see patterns() for exactly which characters) and the
+        location either ends there or goes on with '/'.
+        """
+        return tuple("".join(piece.text for piece in pattern) for pattern in self.patterns())
+
+    def head_length(self, spelling: str) -> int:
+        """How many leading characters of `spelling` are scheme and authority (the rest is the path).
+
+        Within the head only scheme and host ignore case; a userinfo is exact (see patterns()).
+        """
+        if spelling not in self.spellings():
+            raise ValueError(f"{spelling!r} is not a spelling of {self}")
+        return len(spelling) - len(self.path)
+
+
+def _merged(pieces: list[Piece]) -> tuple[Piece, ...]:
+    # Neighbours with the same case rule become one piece (fewer SQL comparisons); empty ones go.
+    out: list[Piece] = []
+    for piece in pieces:
+        if not piece.text:
+            continue
+        if out and out[-1].fold_case == piece.fold_case:
+            out[-1] = Piece(out[-1].text + piece.text, piece.fold_case)
+        else:
+            out.append(piece)
+    return tuple(out)
+
+
+def _split_authority(authority: str) -> tuple[str | None, str, str | None]:
+    """(userinfo or None, host, port or None); raises InvalidLocation when malformed."""
+    userinfo, at, hostport = authority.rpartition("@")
+    if hostport.startswith("["):
+        end = hostport.find("]")
+        host, rest = hostport[:end + 1], hostport[end + 1:]
+        if end < 0 or (rest and not rest.startswith(":")):
+            raise InvalidLocation(f"malformed IPv6 host in authority {authority!r}")
+        port = rest[1:] if rest else None
+    else:
+        host, colon, port_text = hostport.partition(":")
+        port = port_text if colon else None
+    if at and not _USERINFO.fullmatch(userinfo):
+        raise InvalidLocation(f"malformed userinfo in authority {authority!r}")
+    if not (_REG_NAME.fullmatch(host) or _IP_LITERAL.fullmatch(host)):
+        raise InvalidLocation(f"malformed or missing host in authority {authority!r}")
+    if port is not None and not _PORT.fullmatch(port):
+        raise InvalidLocation(f"malformed port in authority {authority!r}")
+    return (userinfo if at else None), host, port
+
+
+def _check_path(path: str, uri: str) -> None:
+    if path == "":
+        return
+    if not path.startswith("/"):
+        raise InvalidLocation(f"{uri!r}: the path must be absolute")
+    segments = path.split("/")[1:]
+    if any(segment in ("", ".", "..") for segment in segments):
+        # Hadoop normalizes these away, so no stored location has them: the prefix could never match.
+        raise InvalidLocation(f"{uri!r}: the path has an empty, '.' or '..' segment")
+    if path[-1].isspace():
+        raise InvalidLocation(f"{uri!r}: the path ends with whitespace")
+
+
+def _check_canonical(prefix: LocationPrefix) -> None:
+    """The invariants of LocationPrefix, whoever built it."""
+    text = f"{prefix.scheme}://{prefix.authority}{prefix.path}"
+    if any(unicodedata.category(ch) in _INVISIBLE for ch in text):
+        raise InvalidLocation(f"{text!r} contains control or invisible characters")
+    if not _CANONICAL_SCHEME.fullmatch(prefix.scheme):
+        raise InvalidLocation(f"scheme {prefix.scheme!r} is not a lower-case URI scheme")
+    _check_path(prefix.path, str(prefix))
+    if prefix.scheme == "file":
+        if prefix.authority:
+            raise InvalidLocation(f"{prefix.scheme}: with an authority is not supported")
+        if not prefix.path:
+            raise InvalidLocation("the file: root (the whole local filesystem) cannot be a prefix")
+        return
+    _, host, _ = _split_authority(prefix.authority)
+    if host != host.lower():
+        raise InvalidLocation(f"host {host!r} is not in lower case")
+
+
+def parse_prefix(uri: str | LocationPrefix) -> LocationPrefix:
+    """Parse a prefix URI; raises InvalidLocation (with the reason) when it is not a usable prefix."""
+    if isinstance(uri, LocationPrefix):
+        return uri
+    if not isinstance(uri, str):
+        raise InvalidLocation(f"a location prefix must be a string, not {type(uri).__name__}")
+    return _parse(uri)
+
+
+@functools.lru_cache(maxsize=1024)  # prefixes repeat per row in the Python backends; results are immutable
+def _parse(uri: str) -> LocationPrefix:
+    if not uri.strip():
+        raise InvalidLocation("a location prefix cannot be empty")
+    if uri != uri.strip():
+        raise InvalidLocation(f"{uri!r} has leading or trailing whitespace")
+    scheme_text, colon, rest = uri.partition(":")
+    if not colon or not _SCHEME.fullmatch(scheme_text):
+        raise InvalidLocation(f"{uri!r} has no URI scheme: write it in full, e.g. hdfs://nn:8020/path or file:/path")
+    scheme = scheme_text.lower()
+    if scheme == "file":
+        if rest.startswith("//"):
+            end = rest.find("/", 2)
+            end = len(rest) if end < 0 else end
+            if rest[2:end]:
+                raise InvalidLocation(f"{uri!r}: file: with an authority (file://host/...) is not supported; "
+                                      "Hadoop's local filesystem refuses it. Write file:/path")
+            rest = rest[end:]
+        if not rest.startswith("/"):
+            raise InvalidLocation(f"{uri!r} is a relative path; write file:/absolute/path")
+        authority, path = "", rest
+    else:
+        if not rest.startswith("//"):
+            raise InvalidLocation(f"{uri!r}: {scheme}: needs an authority ({scheme}://host/...)")
+        end = rest.find("/", 2)
+        end = len(rest) if end < 0 else end
+        authority, path = rest[2:end], rest[end:]
+        if not authority:
+            raise InvalidLocation(f"{uri!r}: {scheme}: needs an authority ({scheme}://host/...); an empty one "
+                                  "means whatever the default filesystem is")
+        userinfo, host, port = _split_authority(authority)
+        authority = (f"{userinfo}@" if userinfo is not None else "") + host.lower() + \
+            (f":{port}" if port is not None else "")
+    if path.endswith("/"):
+        path = path[:-1]
+    return LocationPrefix(scheme, authority, path)
+
+
+def same_family(a: LocationPrefix, b: LocationPrefix) -> bool:
+    return a.family == b.family
+
+
+def _match_end(location: object, prefix: LocationPrefix) -> int | None:
+    """Where the matched prefix ends in `location`, or None when the location is not under it."""
+    if not isinstance(location, str):
+        return None
+    for pattern in prefix.patterns():
+        pos = 0
+        for piece in pattern:
+            part = location[pos:pos + len(piece.text)]
+            if piece.fold_case:
+                ok = part.isascii() and part.lower() == piece.text
+            else:
+                ok = part == piece.text
+            if not ok:
+                break
+            pos += len(piece.text)
+        else:
+            if pos == len(location) or location[pos] == "/":
+                return pos
+    return None
+
+
+def is_under(location: str, prefix: str | LocationPrefix) -> bool:
+    """Whether `location` is `prefix` or inside it (never raises for a junk location)."""
+    return _match_end(location, parse_prefix(prefix)) is not None
+
+
+def _replacement(new_prefix: str | LocationPrefix) -> str:
+    """The caller's spelling of the new prefix, validated, without its trailing slash."""
+    parsed = parse_prefix(new_prefix)
+    text = str(parsed) if isinstance(new_prefix, LocationPrefix) else new_prefix
+    return text[:-1] if text.endswith("/") else text
+
+
+def rebase(location: str, old_prefix: str | LocationPrefix, new_prefix: str | LocationPrefix) -> str | None:
+    """`location` moved from under old_prefix to under new_prefix, or None when it is not under old_prefix.
+
+    Raises InvalidLocation for an invalid prefix; never for a junk location.
+    """
+    old = parse_prefix(old_prefix)
+    replacement = _replacement(new_prefix)
+    end = _match_end(location, old)
+    if end is None:
+        return None
+    return replacement + location[end:]
+
+
+def check_relocation(old: str, new: str, allow_scheme_change: bool) -> tuple[LocationPrefix, LocationPrefix]:
+    """Validate a relocation request's prefixes; raises InvalidLocation (with `reason`) when it must be refused."""
+    parsed: list[LocationPrefix] = []
+    for role, uri in (("old", old), ("new", new)):
+        try:
+            parsed.append(parse_prefix(uri))
+        except InvalidLocation as exc:
+            raise InvalidLocation(f"invalid {role} prefix: {exc}") from exc
+    a, b = parsed
+    if _match_end(str(b), a) is not None or _match_end(str(a), b) is not None:
+        what = "are the same location" if a == b else "overlap (one is under the other)"
+        raise InvalidLocation(f"prefixes {a} and {b} {what}: rebasing would be ambiguous or repeat itself "
+                              "on a rerun", reason="overlap")
+    if not same_family(a, b) and not allow_scheme_change:
+        raise InvalidLocation(f"moving from {a.scheme}: to {b.scheme}: changes the storage system "
+                              f"({a.family} to {b.family}); set allowSchemeChange to do it on purpose",
+                              reason="scheme-change")
+    return a, b
+
+
+# --- SQL ------------------------------------------------------------------------------------------
+# The same match, evaluated by the database over a string column. Every comparison goes through
+# exact_text(), because MySQL/MariaDB collations are usually case-insensitive, pad trailing spaces and
+# equate letters like 'ü' and 'y' (latin1_swedish_ci).
+
+class _ExactText(FunctionElement):
+    """A string compared code point by code point: binary UTF-8 on MySQL, the "C" collation on PostgreSQL."""
+
+    name = "hivecat_exact_text"
+    inherit_cache = True
+    type = sa.String()
+
+
+class _AsciiLower(FunctionElement):
+    name = "lower"
+    inherit_cache = True
+    type = sa.String()
+
+
+class _AsciiUpper(FunctionElement):
+    name = "upper"
+    inherit_cache = True
+    type = sa.String()
+
+
+def _only_argument(element: FunctionElement, compiler, **kw) -> str:
+    (argument,) = element.clauses
+    return compiler.process(argument, **kw)
+
+
+@compiles(_ExactText)
+def _exact_default(element, compiler, **kw):
+    return _only_argument(element, compiler, **kw)
+
+
+@compiles(_ExactText, "mysql")
+def _exact_mysql(element, compiler, **kw):
+    # Converting first makes both sides the same bytes whatever the column or connection charset.
+    return f"CAST(CONVERT({_only_argument(element, compiler, **kw)} USING utf8mb4) AS BINARY)"
+
+
+@compiles(_ExactText, "postgresql")
+def _exact_postgresql(element, compiler, **kw):
+    # "C" is deterministic and orders by code point (UTF-8 bytes), even if the database uses an ICU collation.
+    return f'({_only_argument(element, compiler, **kw)}) COLLATE "C"'
+
+
+@compiles(_AsciiLower)
+@compiles(_AsciiUpper)
+def _case_default(element, compiler, **kw):
+    return f"{element.name}({_only_argument(element, compiler, **kw)})"
+
+
+@compiles(_AsciiLower, "postgresql")
+@compiles(_AsciiUpper, "postgresql")
+def _case_postgresql(element, compiler, **kw):
+    # Under "C", lower()/upper() change ASCII letters only: no locale quirks (Turkish dotless i).
+    return f'{element.name}(({_only_argument(element, compiler, **kw)}) COLLATE "C")'
+
+
+def exact_text(expression: ColumnElement[str]) -> ColumnElement[str]:
+    """`expression` made to compare (=, <, ...) exactly and in code point order on MySQL and PostgreSQL."""
+    return _ExactText(expression)
+
+
+def _piece_matches(column: ColumnElement[str], offset: int, piece: Piece) -> ColumnElement[bool]:
+    part = sa.func.substring(column, offset + 1, len(piece.text))
+    if not piece.fold_case:
+        return exact_text(part) == exact_text(sa.literal(piece.text))
+    # Lower-casing alone would let a non-ASCII letter through (the Kelvin sign lowers to 'k'); no character
+    # but the ASCII ones lowers AND uppers to ASCII, which is what Python's isascii() check says.
+    return sa.and_(
+        exact_text(_AsciiLower(part)) == exact_text(sa.literal(piece.text)),
+        exact_text(_AsciiUpper(part)) == exact_text(sa.literal(piece.text.upper())),
+    )
+
+
+def _pattern_matches(column: ColumnElement[str], pattern: tuple[Piece, ...]) -> tuple[ColumnElement[bool], int]:
+    conditions, offset = [], 0
+    for piece in pattern:
+        conditions.append(_piece_matches(column, offset, piece))
+        offset += len(piece.text)
+    conditions.append(sa.or_(
+        sa.func.char_length(column) == offset,
+        exact_text(sa.func.substring(column, offset + 1, 1)) == exact_text(sa.literal("/")),
+    ))
+    return sa.and_(*conditions), offset
+
+
+def sql_match(column: ColumnElement[str], prefix: str | LocationPrefix) -> ColumnElement[bool]:
+    """SQL truth of is_under(column, prefix) (NULL, hence false, for a NULL column)."""
+    parsed = parse_prefix(prefix)
+    return sa.or_(*(_pattern_matches(column, pattern)[0] for pattern in parsed.patterns()))
+
+
+def sql_rewrite(column: ColumnElement[str], prefix: str | LocationPrefix,
+                new_prefix: str | LocationPrefix) -> ColumnElement[str]:
+    """SQL value of rebase(column, prefix, new_prefix), or the column unchanged when it is not under prefix."""
+    parsed = parse_prefix(prefix)
+    replacement = _replacement(new_prefix)
+    whens = []
+    for pattern in parsed.patterns():
+        condition, end = _pattern_matches(column, pattern)
+        whens.append((condition, sa.func.concat(sa.literal(replacement), sa.func.substring(column, end + 1))))
+    return sa.case(*whens, else_=column)
