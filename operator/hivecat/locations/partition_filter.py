@@ -656,7 +656,7 @@ def _sql_number(value: ColumnElement[str]) -> ColumnElement:
     subject = _RegexSubject(value)
     well_formed = sa.and_(subject.regexp_match(rf"^-?[0-9]{{1,{_MAX_DIGITS}}}$"),
                           sa.not_(subject.regexp_match("[^-0-9]")))
-    return sa.cast(value, _NUMBER_TYPE)
+    return sa.case((well_formed, sa.cast(value, _NUMBER_TYPE)), else_=sa.null())
 
 
 def to_sql(expr: Expr, value_of: Callable[[str], ColumnElement[str]]) -> ColumnElement[bool]:
