@@ -6,7 +6,6 @@ partitioned Parquet table through it, and a listing read back over the metastore
 
 from __future__ import annotations
 
-import logging
 import shutil
 import tempfile
 from pathlib import Path
@@ -17,7 +16,6 @@ from hivecat.local.metastore import MetastoreDatabase, MetastoreServer
 from hivecat.local.scratch_db import create_database
 
 DEMO_DATABASE = "hivecat_demo"
-log = logging.getLogger(__name__)
 
 
 def _metastore_database(workdir: Path, mariadb_url: str | None) -> MetastoreDatabase:

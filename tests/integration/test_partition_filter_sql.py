@@ -24,6 +24,7 @@ from hivecat.locations.partition_filter import (
     And, Between, Compare, Expr, In, KeyKind, Like, Not, Or, evaluate, parse_filter, to_sql,
 )
 from hivecat.locations.prefix import is_under, rebase, sql_match, sql_rewrite
+from support.location_strategies import LocationAlphabet
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -156,42 +157,18 @@ SEGMENT_CHARS = "abyAY0 -_.%~@:?#'\\\"üÜÿé!"
 SCHEMES = ["hdfs", "viewfs", "s3a", "gs", "file"]
 HOSTS = ["nn", "nn2", "bucket-1", "y"]
 
-segments = st.text(SEGMENT_CHARS, min_size=1, max_size=4).filter(lambda s: s not in (".", ".."))
-paths = st.lists(segments, max_size=3).map(lambda parts: "".join("/" + p for p in parts)).filter(
-    lambda p: not p[-1:].isspace())
-
-
-def random_case(draw, text: str) -> str:
-    flips = draw(st.lists(st.booleans(), min_size=len(text), max_size=len(text)))
-    return "".join(c.swapcase() if flip and c.isascii() else c for c, flip in zip(text, flips))
-
-
-@st.composite
-def prefixes(draw) -> str:
-    scheme = draw(st.sampled_from(SCHEMES))
-    path = draw(paths)
-    if scheme == "file":
-        text = random_case(draw, draw(st.sampled_from(["file:", "file://"]))) + (path or "/r")
-    else:
-        user = draw(st.sampled_from(["", "", "U:p@"]))
-        port = draw(st.sampled_from(["", ":8020"]))
-        text = f"{random_case(draw, scheme)}://{user}{random_case(draw, draw(st.sampled_from(HOSTS)))}{port}{path}"
-    return text + ("/" if draw(st.booleans()) else "")
+ALPHABET = LocationAlphabet(SEGMENT_CHARS, tuple(SCHEMES), tuple(HOSTS), users=("", "", "U:p@"),
+                            ports=("", ":8020"), segment_max=4)
+paths = ALPHABET.paths()
+prefixes = ALPHABET.prefixes
 
 
 @st.composite
 def locations_near(draw, prefix: str) -> str:
     base = prefix[:-1] if prefix.endswith("/") else prefix
     choice = draw(st.integers(0, 4))
-    if choice == 1:
-        base = random_case(draw, base)
-    elif choice == 2 and base:
-        i = draw(st.integers(0, len(base) - 1))
-        base = base[:i] + base[i + 1:]
-    elif choice == 3:
-        i = draw(st.integers(0, len(base)))
-        base = base[:i] + draw(st.sampled_from(list(SEGMENT_CHARS + "/"))) + base[i:]
-    elif choice == 4:
+    base = ALPHABET.mutate(draw, base, choice)
+    if choice == 4:
         base = base.translate(str.maketrans("yüaA", "üyAa"))
     return base + draw(st.one_of(st.just(""), st.just("/"), paths, st.text(SEGMENT_CHARS + "/\t", max_size=6)))
 

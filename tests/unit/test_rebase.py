@@ -14,6 +14,7 @@ from hivecat.locations.prefix import (
     InvalidLocation, LocationPrefix, Piece, check_relocation, is_under, parse_prefix, rebase, same_family,
     scheme_family, sql_match, sql_rewrite,
 )
+from support.location_strategies import LocationAlphabet
 
 NN = "hdfs://nn:8020/warehouse"
 
@@ -322,29 +323,10 @@ def strip_slash(prefix: str) -> str:
     return prefix[:-1] if prefix.endswith("/") else prefix
 
 
-segments = st.text(SEGMENT_CHARS, min_size=1, max_size=5).filter(lambda s: s not in (".", ".."))
-paths = st.lists(segments, max_size=3).map(lambda parts: "".join("/" + p for p in parts)).filter(
-    lambda p: not p[-1:].isspace())
-
-
-def random_case(draw, text: str) -> str:
-    flips = draw(st.lists(st.booleans(), min_size=len(text), max_size=len(text)))
-    return "".join(c.swapcase() if flip and c.isascii() else c for c, flip in zip(text, flips))
-
-
-@st.composite
-def prefixes(draw) -> str:
-    """Valid prefix text, in any of its spellings."""
-    scheme = draw(st.sampled_from(SCHEMES))
-    path = draw(paths)
-    if scheme == "file":
-        text = random_case(draw, draw(st.sampled_from(["file:", "file://"]))) + (path or "/r")
-    else:
-        user = draw(st.sampled_from(["", "", "", "u@", "U:p@"]))
-        port = draw(st.sampled_from(["", ":8020", ":9000"]))
-        host = random_case(draw, draw(st.sampled_from(HOSTS)))
-        text = f"{random_case(draw, scheme)}://{user}{host}{port}{path}"
-    return text + ("/" if draw(st.booleans()) else "")
+ALPHABET = LocationAlphabet(SEGMENT_CHARS, tuple(SCHEMES), tuple(HOSTS), users=("", "", "", "u@", "U:p@"),
+                            ports=("", ":8020", ":9000"), segment_max=5)
+paths = ALPHABET.paths()
+prefixes = ALPHABET.prefixes
 
 
 tails = st.one_of(
@@ -359,15 +341,8 @@ def locations_near(draw, prefix: str) -> str:
     """A location that is, or nearly is, under `prefix`: respelled, mutated, then given a tail."""
     base = strip_slash(prefix)
     choice = draw(st.integers(0, 4))
-    if choice == 1:
-        base = random_case(draw, base)
-    elif choice == 2 and base:
-        i = draw(st.integers(0, len(base) - 1))
-        base = base[:i] + base[i + 1:]
-    elif choice == 3:
-        i = draw(st.integers(0, len(base)))
-        base = base[:i] + draw(st.sampled_from(list(SEGMENT_CHARS + "/"))) + base[i:]
-    elif choice == 4 and ascii_lower(base).startswith("file:"):
+    base = ALPHABET.mutate(draw, base, choice)
+    if choice == 4 and ascii_lower(base).startswith("file:"):
         rest = base[5:]
         base = base[:5] + (rest[2:] if rest.startswith("///") else "//" + rest)
     return base + draw(tails)

@@ -11,8 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict
 
 import sqlalchemy as sa
@@ -25,11 +23,7 @@ PLANNED, APPLIED, CONFLICTED, UNDONE, UNDO_CONFLICTED = "planned", "applied", "c
 RUNNING, DONE, FAILED, UNDOING, RUN_UNDONE = "running", "done", "failed", "undoing", "undone"
 
 
-class LockHeld(RuntimeError):
-    """Another relocation holds the catalog."""
-
-
-def journal_tables(schema: str | None) -> tuple[sa.MetaData, sa.Table, sa.Table, sa.Table]:
+def journal_tables(schema: str | None) -> tuple[sa.MetaData, sa.Table, sa.Table]:
     metadata = sa.MetaData(schema=schema)
     runs = sa.Table(
         "hivecat_runs", metadata,
@@ -56,13 +50,7 @@ def journal_tables(schema: str | None) -> tuple[sa.MetaData, sa.Table, sa.Table,
         sa.Column("state", sa.String(16), nullable=False),
         sa.Index("hivecat_entries_chunk", "run_id", "chunk", "state"),
     )
-    locks = sa.Table(
-        "hivecat_locks", metadata,
-        sa.Column("catalog", sa.String(512), primary_key=True),
-        sa.Column("run_id", sa.String(36), nullable=False),
-        sa.Column("acquired_at", sa.DateTime, nullable=False),
-    )
-    return metadata, runs, entries, locks
+    return metadata, runs, entries
 
 
 def _now() -> dt.datetime:
@@ -77,7 +65,7 @@ class Journal:
     def __init__(self, engine: sa.Engine, schema: str | None):
         self.engine = engine
         self.schema = schema
-        self.metadata, self.runs, self.entries, self.locks = journal_tables(schema)
+        self.metadata, self.runs, self.entries = journal_tables(schema)
 
     def ensure(self) -> None:
         """Create the journal's schema and tables when missing (idempotent)."""
@@ -138,21 +126,3 @@ class Journal:
                             .where(self.entries.c.run_id == run_id)
                             .order_by(self.entries.c.kind, self.entries.c.key1, self.entries.c.key2).limit(limit))
         return [(r[0], r[1]) for r in rows]
-
-    # --- a lock row per catalog, for backends whose store has no locks of its own (Glue, Thrift) ---
-
-    @contextmanager
-    def table_lock(self, catalog: str, run_id: str) -> Iterator[None]:
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(self.locks.insert().values(catalog=catalog, run_id=run_id, acquired_at=_now()))
-        except sa.exc.IntegrityError:
-            with self.engine.connect() as conn:
-                holder = conn.execute(sa.select(self.locks).where(self.locks.c.catalog == catalog)).first()
-            raise LockHeld(f"catalog {catalog} is locked by run {holder.run_id if holder else '?'} "
-                           f"since {holder.acquired_at if holder else '?'}") from None
-        try:
-            yield
-        finally:
-            with self.engine.begin() as conn:
-                conn.execute(self.locks.delete().where(self.locks.c.catalog == catalog, self.locks.c.run_id == run_id))

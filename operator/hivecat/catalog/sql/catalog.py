@@ -17,7 +17,7 @@ from hivecat.catalog.model import (
     RunSummary, Scope, TableInfo,
 )
 from hivecat.catalog.sql.relocation import (
-    Plan, count_in_scope, kinds_by_base, sample_in_scope, swap, tables_in_scope, write_plan,
+    Plan, Progress, count_in_scope, one_target_per_kind, sample_in_scope, swap, tables_in_scope, write_plan,
 )
 from hivecat.catalog.sql.schema import HmsSchema, detect_schema
 from hivecat.catalog.sql.targets import ScopeFilter, build_targets
@@ -147,12 +147,12 @@ class SqlCatalog:
             tp = self.schema["TABLE_PARAMS"]
             return tp, tp.c.TBL_ID, tbl_id
         p, kv = self.schema["PARTITIONS"], self.schema["PARTITION_KEY_VALS"]
-        candidates = select_ids = sa.select(p.c.PART_ID).where(p.c.TBL_ID == tbl_id)
+        select_ids = sa.select(p.c.PART_ID).where(p.c.TBL_ID == tbl_id)
         for i, value in enumerate(partition_values):
             select_ids = select_ids.where(sa.exists().where(kv.c.PART_ID == p.c.PART_ID, kv.c.INTEGER_IDX == i,
                                                             kv.c.PART_KEY_VAL == value))
         part_id = conn.execute(select_ids).scalar()
-        if part_id is None or candidates is None:
+        if part_id is None:
             raise LookupError(f"partition {list(partition_values)} of {database}.{table} does not exist")
         pp = self.schema["PARTITION_PARAMS"]
         return pp, pp.c.PART_ID, part_id
@@ -259,7 +259,7 @@ class SqlCatalog:
                 refusals.append(Refusal(reason, f"{qualified} {why[reason]}", qualified))
         return refusals
 
-    def relocate(self, request: RelocationRequest, progress=None) -> RelocationReport:
+    def relocate(self, request: RelocationRequest, progress: Progress | None = None) -> RelocationReport:
         began = time.monotonic()
         try:
             old, new = check_relocation(request.old_prefix, request.new_prefix, request.allow_scheme_change)
@@ -302,9 +302,9 @@ class SqlCatalog:
                 self.journal.set_status(conn, run_id, DONE, report.to_dict())
             return report
 
-    def _run(self, request: RelocationRequest, plan: Plan, progress) -> str:
+    def _run(self, request: RelocationRequest, plan: Plan, progress: Progress | None) -> str:
         """Plan and apply; resume the catalog's unfinished run when it is this same request."""
-        by_kind = kinds_by_base(self.targets)
+        by_kind = one_target_per_kind(self.targets)
         with self.engine.connect() as conn:
             unfinished = self.journal.unfinished_run(conn, self.name)
         if unfinished is not None and unfinished.request != request_to_json(request):
@@ -364,7 +364,7 @@ class SqlCatalog:
                 raise RelocationRefused([Refusal("already-undone", f"run {run_id} was already undone")])
             with self.engine.begin() as conn:  # all or nothing
                 self.journal.set_status(conn, run_id, UNDOING)
-                for target in kinds_by_base(self.targets).values():
+                for target in one_target_per_kind(self.targets).values():
                     swap(conn, self.journal, target, run_id, None, undo=True)
             report = RelocationReport("", self.name, run.new_prefix, run.old_prefix, False, status="undone")
             self._finish_report(report, run_id, UNDONE, UNDO_CONFLICTED)

@@ -74,15 +74,14 @@ def count_in_scope(conn: sa.Connection, s: HmsSchema, plan: Plan, *,
 
     rewrites=False counts only the second (a real run learns the first from its journal).
     """
+    def count(target: Target, keys_selected: bool) -> int:
+        sub = _scoped(plan, target, s, keys_selected=keys_selected)
+        return 0 if sub is None else conn.execute(sa.select(sa.func.count()).select_from(sub)).scalar_one()
+
     counts: dict[ObjectKind, tuple[int, int]] = {}
-    passes = ((True, "rewrite"), (False, "skip")) if rewrites else ((False, "skip"),)
     for target in plan.targets:
-        rewrite, skip = 0, 0
-        for selected, which in passes:
-            sub = _scoped(plan, target, s, keys_selected=selected)
-            if sub is not None:
-                n = conn.execute(sa.select(sa.func.count()).select_from(sub)).scalar_one()
-                rewrite, skip = (rewrite + n, skip) if which == "rewrite" else (rewrite, skip + n)
+        rewrite = count(target, True) if rewrites else 0
+        skip = count(target, False)
         if rewrite or skip:
             old = counts.get(target.kind, (0, 0))
             counts[target.kind] = (old[0] + rewrite, old[1] + skip)
@@ -131,8 +130,9 @@ def write_plan(conn: sa.Connection, s: HmsSchema, journal: Journal, run_id: str,
             ["run_id", "kind", "key1", "key2", "tbl_id", "chunk", "old_value", "new_value", "state"], rows))
 
 
-def kinds_by_base(targets: list[Target]) -> dict[ObjectKind, Target]:
-    """One target per kind is enough to apply: apply joins the base table to journal entries by key."""
+def one_target_per_kind(targets: list[Target]) -> dict[ObjectKind, Target]:
+    """Apply and undo need one target per kind: they join its base table to journal entries by key,
+    whichever owner path (table or partition) planned them."""
     return {t.kind: t for t in targets}
 
 
