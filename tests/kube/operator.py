@@ -1,0 +1,59 @@
+"""The real operator process (`hivecat run --standalone`) against the local API server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HIVECAT = Path(sys.executable).parent / "hivecat"  # the console script `pip install -e .` put in the venv
+
+
+@dataclass
+class OperatorProcess:
+    kubeconfig: Path
+    log_path: Path
+    namespace: str | None  # None: every namespace (-A)
+    extra_args: tuple[str, ...] = ()
+    process: subprocess.Popen[bytes] | None = field(default=None, init=False)
+    ready_seconds: float = field(default=0.0, init=False)
+
+    @property
+    def argv(self) -> list[str]:
+        scope = ["-A"] if self.namespace is None else ["-n", self.namespace]
+        return [str(HIVECAT), "run", "--standalone", "--verbose", *scope, *self.extra_args]
+
+    def start(self, is_ready: Callable[[], bool], timeout: float = 30) -> None:
+        """Start, then wait until is_ready() (e.g. the server sees the operator's watch) or fail with the log."""
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "PYTHONUNBUFFERED": "1"}
+        started = time.monotonic()
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, env=env)
+        while not is_ready():
+            if self.process.poll() is not None:
+                raise AssertionError(f"the operator exited with {self.process.returncode}:\n{self.log()}")
+            if time.monotonic() - started > timeout:
+                raise AssertionError(f"the operator was not ready after {timeout}s:\n{self.log()}")
+            time.sleep(0.02)
+        self.ready_seconds = time.monotonic() - started
+
+    def stop(self, grace: float = 10) -> int:
+        """SIGTERM (kopf's graceful shutdown), then SIGKILL if it does not exit within `grace` seconds."""
+        if self.process is None:
+            return 0
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        return self.process.returncode
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
