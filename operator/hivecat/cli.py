@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from hivecat.commands import relocate
+from hivecat.commands import distcp, relocate
 
 HANDLERS_MODULE = "hivecat.handlers"
 
@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="SQLAlchemy URL of a MariaDB/MySQL server (no database part); the demo creates a "
                            "latin1 database `hivecat_demo` on it for the metastore instead of Derby")
     relocate.add_parser(sub)
+    distcp.add_parser(sub)
     return parser
 
 
@@ -59,6 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_demo(workdir=args.workdir, mariadb_url=args.mariadb_url)
     if args.command == "relocate":
         return relocate.run(args)
+    if args.command == "distcp":
+        return distcp.run(args)
     raise AssertionError(f"unhandled command {args.command}")  # argparse rejects unknown commands first
 
 

@@ -1,0 +1,113 @@
+"""`hivecat distcp`: copy directories (table or partition units) with -update semantics, atomically
+per unit, verified and resumable. Exit 0: all units done or up to date; 1: some unit failed;
+2: bad input (nothing written)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from hivecat.copy import Copier, CopyInputError, CopyOptions, Storage, load_plan, single_unit_plan
+from hivecat.copy.storage import CREDENTIALS_DIR_ENV, ENDPOINT_ENVS, S3Settings
+from hivecat.copy.summary import RunSummary
+
+EXIT_FAILED_UNITS, EXIT_USAGE = 1, 2
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "distcp", help="copy tables/partitions between filesystems (-update, atomic per unit, verified)",
+        description="Copy each unit (a directory: an unpartitioned table or one partition) from source to "
+                    "target. Files already up to date are skipped; the rest is copied into a hidden staging "
+                    "directory beside the target, verified, and committed as a whole, with a "
+                    "_hivecat_manifest.json inside. Nothing is written under a source. S3 settings come from "
+                    f"the environment: endpoint from ${' / $'.join(ENDPOINT_ENVS)}, credentials from the files "
+                    f"in ${CREDENTIALS_DIR_ENV} (access-key-id, secret-access-key) or $AWS_ACCESS_KEY_ID / "
+                    "$AWS_SECRET_ACCESS_KEY, never from the command line.")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--plan", type=Path, help="a plan document (JSON, version 1): the units to copy")
+    what.add_argument("--from", dest="source", metavar="URI", help="source directory (one unit; needs --to)")
+    p.add_argument("--to", dest="target", metavar="URI", help="target directory (with --from)")
+    p.add_argument("--engine", choices=("auto", "spark", "local"), default="auto",
+                   help="local: threads in this process; spark: Spark executors; auto: by size (default)")
+    p.add_argument("--verify", choices=("size", "checksum"), default="size",
+                   help="size: up to date when size and recorded source mtime match, copies checked by size; "
+                        "checksum: content checksums (sha256) on both sides (default: size)")
+    p.add_argument("--parallelism", type=int, metavar="N", help="concurrent copy tasks")
+    p.add_argument("--bandwidth", type=float, metavar="MBps", help="limit per copy task, in MB/s")
+    p.add_argument("--delete", action="store_true",
+                   help="remove target files absent from the source (inside target units only)")
+    p.add_argument("--dry-run", action="store_true", help="report what would be copied; write nothing")
+    p.add_argument("--output", choices=("text", "json"), default="text")
+
+
+def _copier(args: argparse.Namespace) -> Copier:
+    if args.plan is not None:
+        if args.target:
+            raise CopyInputError("--to goes with --from, not with --plan")
+        plan = load_plan(args.plan)
+    else:
+        if not args.target:
+            raise CopyInputError("--from needs --to")
+        plan = single_unit_plan(args.source, args.target)
+    if args.parallelism is not None and args.parallelism < 1:
+        raise CopyInputError("--parallelism must be at least 1")
+    if args.bandwidth is not None and args.bandwidth <= 0:
+        raise CopyInputError("--bandwidth must be positive")
+    options = CopyOptions(verify=args.verify, delete=args.delete, dry_run=args.dry_run,
+                          parallelism=args.parallelism,
+                          bandwidth=args.bandwidth * 1_000_000 if args.bandwidth else None)
+    needs_s3 = any(loc.is_object_store for u in plan.units for loc in (u.source, u.target))
+    storage = Storage(S3Settings.from_environment()) if needs_s3 else Storage()
+    return Copier(plan, options, storage, engine=args.engine)
+
+
+class ProgressBar:
+    """One line on stderr, redrawn at most a few times a second; only on a terminal."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, files: int, files_total: int, size: int, size_total: int) -> None:
+        now = time.monotonic()
+        if not self.enabled or (now - self.last < 0.2 and files < files_total):
+            return
+        self.last = now
+        width = 30
+        filled = width * size // max(size_total, 1) if size_total else width * files // max(files_total, 1)
+        sys.stderr.write(f"\rfiles {files}/{files_total}  {size / 1e6:,.1f}/{size_total / 1e6:,.1f} MB "
+                         f"[{'#' * filled}{'.' * (width - filled)}]")
+        if files >= files_total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def format_summary(summary: RunSummary) -> str:
+    totals = summary.totals()
+    title = "dry run" if summary.dry_run else summary.status
+    lines = [f"run {summary.run_id} ({title}, engine {summary.engine}, verify {summary.verify}): "
+             f"{totals['units_done']} unit(s) {'to copy' if summary.dry_run else 'copied'}, "
+             f"{totals['units_skipped']} up to date, {totals['units_failed']} failed",
+             f"  files copied {totals['files_copied']}, bytes {totals['bytes_copied']}, "
+             f"up to date {totals['files_skipped']}, deleted {totals['files_deleted']}, "
+             f"seconds {summary.seconds}"]
+    for unit in summary.units:
+        reason = f": {unit.reason}" if unit.reason else ""
+        lines.append(f"  {unit.status:<7} {unit.id}  ({unit.files_copied} files, {unit.bytes_copied} bytes)"
+                     f"{reason}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        copier = _copier(args)
+        summary = copier.run(progress=ProgressBar())
+    except CopyInputError as exc:
+        print(f"hivecat distcp: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(json.dumps(summary.to_dict(), indent=2) if args.output == "json" else format_summary(summary))
+    return EXIT_FAILED_UNITS if summary.status == "failed" else 0

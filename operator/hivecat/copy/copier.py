@@ -1,0 +1,263 @@
+"""The copier: a plan in, a run summary out (DistCp -update, atomic per unit, verified, resumable).
+
+For each unit: list both sides, read the target unit's current manifest, decide which files are up to
+date (size and the source mtime recorded in the manifest match; with --verify checksum, content
+checksums match), copy the rest into `.hivecat-staging-<run>` beside the target, verify, and commit
+(see commit.py). Up-to-date files are carried into the staged unit (hard links on local disks) so the
+committed unit is whole. Nothing is ever written or deleted under a source. Stale staging left by a
+crashed run is removed first; a rerun copies only what is missing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from pyarrow import fs as pafs
+
+from hivecat.copy import commit
+from hivecat.copy.engines import Engine, choose_engine
+from hivecat.copy.errors import CopyInputError
+from hivecat.copy.listing import STAGING_PREFIX, FileStat, ManifestUnreadable, current_manifest, list_files
+from hivecat.copy.manifest import FileEntry, UnitManifest
+from hivecat.copy.plan import Plan, Unit
+from hivecat.copy.storage import Location, Storage
+from hivecat.copy.summary import DONE, FAILED, SKIPPED, RunSummary, UnitResult
+from hivecat.copy.transfer import FileResult, FileTask, TransferOptions, hash_file
+
+# (files done, files total, bytes done, bytes total)
+ProgressCallback = Callable[[int, int, int, int], None]
+
+
+@dataclass(frozen=True)
+class CopyOptions:
+    verify: str = "size"                 # "size" | "checksum"
+    delete: bool = False                 # remove target files absent from the source (inside units only)
+    dry_run: bool = False
+    parallelism: int | None = None
+    bandwidth: float | None = None       # bytes per second, per task
+    transfer_overrides: dict = field(default_factory=dict)  # e.g. S3 multipart sizes (tests)
+
+
+@dataclass
+class UnitWork:
+    """What one unit needs: decided from both listings and the target's manifest."""
+
+    index: int
+    unit: Unit
+    staging: Location
+    source_files: dict[str, FileStat] = field(default_factory=dict)
+    target_files: dict[str, FileStat] = field(default_factory=dict)
+    manifest: UnitManifest | None = None
+    to_copy: list[str] = field(default_factory=list)
+    up_to_date: list[str] = field(default_factory=list)
+    extras: list[str] = field(default_factory=list)          # in the target only
+    checksums: dict[str, str] = field(default_factory=dict)  # computed while deciding
+    result: UnitResult | None = None
+
+    def needs_commit(self, delete: bool) -> bool:
+        return bool(self.to_copy) or (delete and bool(self.extras)) or self.manifest is None
+
+
+def new_run_id() -> str:
+    return f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class Copier:
+    def __init__(self, plan: Plan, options: CopyOptions = CopyOptions(), storage: Storage | None = None,
+                 engine: Engine | str = "auto", run_id: str | None = None) -> None:
+        self.plan, self.options = plan, options
+        self.storage = storage or Storage()
+        self.engine = engine
+        self.run_id = run_id or new_run_id()
+        self.parallelism = options.parallelism or 8
+
+    # --- input checks: refuse before anything is written ------------------------------------------
+
+    def validate(self) -> None:
+        for unit in self.plan.units:
+            self._require(unit.source, "source", pafs.FileType.Directory, must_exist=True)
+            self._require(unit.target, "target", pafs.FileType.Directory, must_exist=False)
+            if unit.target.is_object_store:
+                bucket = Location("s3", unit.target.authority, unit.target.authority)
+                self._require(bucket, "target bucket", pafs.FileType.Directory, must_exist=True)
+
+    def _require(self, location: Location, role: str, kind: pafs.FileType, must_exist: bool) -> None:
+        try:
+            info = self.storage.filesystem(location).get_file_info(location.path)
+        except OSError as exc:
+            raise CopyInputError(f"cannot read {role} {location.uri}: {exc}") from None
+        if info.type == pafs.FileType.NotFound:
+            if must_exist:
+                raise CopyInputError(f"{role} {location.uri} does not exist")
+        elif info.type != kind:
+            raise CopyInputError(f"{role} {location.uri} is not a directory")
+
+    # --- deciding -----------------------------------------------------------------------------------
+
+    def _staging(self, unit: Unit) -> Location:
+        return unit.target.parent.child(f"{STAGING_PREFIX}{self.run_id}").child(unit.target.name)
+
+    def decide(self, index: int, unit: Unit) -> UnitWork:
+        work = UnitWork(index, unit, self._staging(unit))
+        work.result = UnitResult(unit.id, unit.source.uri, unit.target.uri)
+        source_fs, target_fs = self.storage.filesystem(unit.source), self.storage.filesystem(unit.target)
+        work.source_files = list_files(source_fs, unit.source)
+        missing = [p for p in unit.expected_files if p not in work.source_files]
+        if missing:
+            return self._fail(work, f"expected files missing in the source: {', '.join(sorted(missing))}")
+        work.target_files = list_files(target_fs, unit.target)
+        try:
+            work.manifest = current_manifest(target_fs, unit.target, work.target_files)
+        except ManifestUnreadable as exc:
+            return self._fail(work, str(exc))
+        recorded = work.manifest.by_path() if work.manifest else {}
+        same_size = [p for p, stat in work.source_files.items()
+                     if p in work.target_files and work.target_files[p].size == stat.size]
+        if self.options.verify == "checksum":
+            work.checksums = self._checksums_if_equal(unit, same_size)
+            fresh = set(work.checksums)
+        else:
+            fresh = {p for p in same_size
+                     if p in recorded and (recorded[p].size, recorded[p].source_mtime_ns)
+                     == (work.source_files[p].size, work.source_files[p].mtime_ns)}
+        work.up_to_date = sorted(fresh)
+        work.to_copy = sorted(set(work.source_files) - fresh)
+        work.extras = sorted(set(work.target_files) - set(work.source_files))
+        return work
+
+    def _checksums_if_equal(self, unit: Unit, paths: list[str]) -> dict[str, str]:
+        """Checksums of the files whose content is the same on both sides."""
+        source_fs, target_fs = self.storage.filesystem(unit.source), self.storage.filesystem(unit.target)
+
+        def both(path: str) -> tuple[str, str, str]:
+            return path, hash_file(source_fs, unit.source.child(path).path), \
+                hash_file(target_fs, unit.target.child(path).path)
+
+        with ThreadPoolExecutor(self.parallelism) as pool:
+            return {p: s for p, s, t in pool.map(both, paths) if s == t}
+
+    @staticmethod
+    def _fail(work: UnitWork, reason: str) -> UnitWork:
+        work.result.status, work.result.reason = FAILED, reason
+        return work
+
+    # --- copying ------------------------------------------------------------------------------------
+
+    def tasks(self, work: UnitWork) -> list[FileTask]:
+        unit = work.unit
+        tasks = [FileTask(work.index, p, unit.source.child(p), work.staging.child(p), s.size, s.mtime_ns)
+                 for p in work.to_copy for s in [work.source_files[p]]]
+        if not unit.target.is_object_store:  # objects that stay are already in place on object stores
+            kept = work.up_to_date + ([] if self.options.delete else work.extras)
+            tasks += [FileTask(work.index, p, unit.target.child(p), work.staging.child(p), s.size, s.mtime_ns,
+                               carry=True)
+                      for p in kept for s in [work.target_files[p]]]
+        return tasks
+
+    def run(self, progress: ProgressCallback | None = None) -> RunSummary:
+        began, started_at = time.monotonic(), _now()
+        self.validate()
+        works = [self.decide(i, unit) for i, unit in enumerate(self.plan.units)]
+        pending = [w for w in works if w.result.status != FAILED and w.needs_commit(self.options.delete)]
+        tasks = [t for w in pending for t in self.tasks(w)]
+        to_copy = [t for t in tasks if not t.carry]
+        engine = self.engine if not isinstance(self.engine, str) else choose_engine(
+            self.engine, len(to_copy), sum(t.size for t in to_copy), self.options.parallelism)
+        summary = RunSummary(self.run_id, engine.name, self.options.verify, self.options.dry_run,
+                             self.options.delete, started_at)
+        if not self.options.dry_run:
+            self._remove_stale_staging(works)
+            total_files, total_bytes = len(tasks), sum(t.size for t in to_copy)
+            report = (lambda files, size: progress(files, total_files, size, total_bytes)) if progress else None
+            results = engine.execute(tasks, self._transfer_options(), report)
+            by_unit: dict[int, list[FileResult]] = {}
+            for result in results:
+                by_unit.setdefault(result.task.unit_index, []).append(result)
+            for work in pending:
+                self._finish(work, by_unit.get(work.index, []))
+            self._remove_staging_roots(works)
+        for work in works:
+            self._count(work, work in pending)
+            summary.units.append(work.result)
+        summary.seconds = round(time.monotonic() - began, 3)
+        return summary
+
+    def _transfer_options(self) -> TransferOptions:
+        return TransferOptions(self.storage, self.options.verify == "checksum", self.options.bandwidth,
+                               **self.options.transfer_overrides)
+
+    def _finish(self, work: UnitWork, results: list[FileResult]) -> None:
+        began = time.monotonic()
+        errors = [r.error for r in results if r.error]
+        if errors:
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            self._fail(work, f"{errors[0]}{more}")
+            return
+        manifest = self._manifest(work, results)
+        try:
+            if work.unit.target.is_object_store:
+                removed = work.extras if self.options.delete else []
+                commit.commit_on_object_store(self.storage, work.staging, work.unit.target, manifest,
+                                              work.to_copy, removed, self.parallelism)
+            else:
+                commit.commit_by_rename(self.storage.filesystem(work.unit.target), work.staging,
+                                        work.unit.target, manifest)
+        except OSError as exc:
+            self._fail(work, f"commit failed: {exc}")
+        work.result.seconds = round(time.monotonic() - began, 3)
+
+    def _manifest(self, work: UnitWork, results: list[FileResult]) -> UnitManifest:
+        now = _now()
+        recorded = work.manifest.by_path() if work.manifest else {}
+        entries = {}
+        for path in work.up_to_date:
+            stat = work.source_files[path]
+            old = recorded.get(path)
+            checksum = work.checksums.get(path) or (old.checksum if old else None)
+            entries[path] = (dataclasses.replace(old, checksum=checksum) if old else
+                             FileEntry(path, stat.size, stat.mtime_ns, checksum, None, now, self.run_id))
+        for result in results:
+            if not result.task.carry:
+                stat = work.source_files[result.task.relpath]
+                entries[result.task.relpath] = FileEntry(result.task.relpath, stat.size, stat.mtime_ns,
+                                                         result.checksum, result.etag, now, self.run_id)
+        return UnitManifest(work.unit.id, work.unit.source.uri, self.run_id, now,
+                            tuple(entries[p] for p in sorted(entries)))
+
+    def _count(self, work: UnitWork, pending: bool) -> None:
+        result = work.result
+        result.files_skipped = len(work.up_to_date)
+        if result.status == FAILED or not pending:
+            return
+        result.status = DONE
+        result.files_copied = len(work.to_copy)
+        result.bytes_copied = sum(work.source_files[p].size for p in work.to_copy)
+        result.files_deleted = len(work.extras) if self.options.delete else 0
+
+    # --- staging housekeeping -----------------------------------------------------------------------
+
+    def _staging_parents(self, works: list[UnitWork]) -> dict[tuple[str, str, str], Location]:
+        return {(w.unit.target.scheme, w.unit.target.authority, w.unit.target.parent.path): w.unit.target.parent
+                for w in works}
+
+    def _remove_stale_staging(self, works: list[UnitWork]) -> None:
+        """Staging of earlier runs that crashed (one run per target at a time is assumed)."""
+        for parent in self._staging_parents(works).values():
+            filesystem = self.storage.filesystem(parent)
+            for info in filesystem.get_file_info(pafs.FileSelector(parent.path, allow_not_found=True)):
+                if info.base_name.startswith(STAGING_PREFIX) and info.type == pafs.FileType.Directory:
+                    commit.remove_tree(self.storage, parent.child(info.base_name))
+
+    def _remove_staging_roots(self, works: list[UnitWork]) -> None:
+        for parent in self._staging_parents(works).values():
+            commit.remove_tree(self.storage, parent.child(f"{STAGING_PREFIX}{self.run_id}"))

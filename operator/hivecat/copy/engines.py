@@ -1,0 +1,137 @@
+"""Engines run the file tasks: `local` on a thread pool in this process, `spark` across Spark
+executors (each copies in Python with pyarrow streams). Listing, verification of units, commit and
+manifests stay on the driver and are shared, so both engines give identical results and manifests.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from functools import partial
+from pathlib import Path
+from typing import Protocol
+
+from hivecat.copy.transfer import FileResult, FileTask, TransferOptions, run_task
+
+Progress = Callable[[int, int], None]  # (files done, bytes done)
+
+# `auto` starts Spark (and pays for its JVM) only for plans too big for one process.
+AUTO_SPARK_BYTES = 64 * 1024**3
+AUTO_SPARK_FILES = 200_000
+
+
+class Engine(Protocol):
+    name: str
+
+    def execute(self, tasks: Sequence[FileTask], options: TransferOptions,
+                progress: Progress | None = None) -> list[FileResult]: ...
+
+
+class LocalEngine:
+    name = "local"
+
+    def __init__(self, parallelism: int | None = None) -> None:
+        # I/O-bound threads (copies and hashing release the GIL): a few per core
+        self.parallelism = parallelism or min(32, 4 * (os.cpu_count() or 2))
+
+    def execute(self, tasks: Sequence[FileTask], options: TransferOptions,
+                progress: Progress | None = None) -> list[FileResult]:
+        if not tasks:
+            return []
+        files = size = 0
+        with ThreadPoolExecutor(self.parallelism, thread_name_prefix="hivecat-copy") as pool:
+            futures = [pool.submit(run_task, task, options) for task in tasks]
+            for future in as_completed(futures):
+                files, size = files + 1, size + future.result().bytes_copied
+                if progress:
+                    progress(files, size)
+        return [f.result() for f in futures]
+
+
+class SparkEngine:
+    name = "spark"
+
+    def __init__(self, session=None, parallelism: int | None = None) -> None:
+        """`session`: an existing SparkSession (e.g. the job's); otherwise the active one, or a local one."""
+        self._session = session
+        self.parallelism = parallelism
+
+    @property
+    def session(self):
+        if self._session is None:
+            self._session = default_session(self.parallelism)
+        return self._session
+
+    def execute(self, tasks: Sequence[FileTask], options: TransferOptions,
+                progress: Progress | None = None) -> list[FileResult]:
+        if not tasks:
+            return []
+        context = self.session.sparkContext
+        batches = balanced_batches(tasks, 4 * (self.parallelism or context.defaultParallelism))
+        files_done, bytes_done = context.accumulator(0), context.accumulator(0)
+        rdd = context.parallelize(batches, len(batches)).flatMap(
+            partial(_copy_batch, options, files_done, bytes_done))
+        stop = threading.Event()
+        if progress:  # accumulators reach the driver as tasks finish; report them while the job runs
+            watcher = threading.Thread(target=_watch, args=(stop, files_done, bytes_done, progress), daemon=True)
+            watcher.start()
+        try:
+            results = rdd.collect()
+        finally:
+            stop.set()
+        if progress:
+            progress(len(results), sum(r.bytes_copied for r in results))
+        return results
+
+
+def _copy_batch(options: TransferOptions, files_done, bytes_done, batch: list[FileTask]) -> list[FileResult]:
+    results = []
+    for task in batch:
+        result = run_task(task, options)
+        files_done.add(1)
+        bytes_done.add(result.bytes_copied)
+        results.append(result)
+    return results
+
+
+def _watch(stop: threading.Event, files_done, bytes_done, progress: Progress) -> None:
+    while not stop.wait(0.5):
+        progress(files_done.value, bytes_done.value)
+
+
+def balanced_batches(tasks: Sequence[FileTask], count: int) -> list[list[FileTask]]:
+    """Split tasks into at most `count` batches of similar byte totals (largest first, to the lightest)."""
+    batches: list[list[FileTask]] = [[] for _ in range(max(1, min(count, len(tasks))))]
+    loads = [0] * len(batches)
+    for task in sorted(tasks, key=lambda t: -t.size):
+        lightest = loads.index(min(loads))
+        batches[lightest].append(task)
+        loads[lightest] += task.size + 1  # +1: many empty files still spread out
+    return batches
+
+
+def default_session(parallelism: int | None):
+    """The active SparkSession, or a local one (local[parallelism]) for standalone use."""
+    from pyspark.sql import SparkSession
+
+    from hivecat.local.spark import local_spark_session
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    # No catalog is touched by a copy: the metastore settings are unused.
+    warehouse = Path(tempfile.gettempdir(), "hivecat-distcp-warehouse").as_uri()
+    return local_spark_session("", warehouse, app_name="hivecat-distcp", master=f"local[{parallelism or '*'}]")
+
+
+def choose_engine(name: str, files: int, size: int, parallelism: int | None = None, spark_session=None) -> Engine:
+    if name == "auto":
+        name = "spark" if size >= AUTO_SPARK_BYTES or files >= AUTO_SPARK_FILES else "local"
+    if name == "spark":
+        return SparkEngine(spark_session, parallelism)
+    if name == "local":
+        return LocalEngine(parallelism)
+    raise ValueError(f"unknown engine {name!r} (auto, spark or local)")

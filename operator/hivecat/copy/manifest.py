@@ -1,0 +1,53 @@
+"""The unit manifest `_hivecat_manifest.json`, written inside each committed target unit.
+
+Its name starts with `_`, so Hive, Spark and MSCK REPAIR do not see it as data. A unit counts as
+present only with a current manifest: on object stores, where the commit is a series of copies, the
+manifest is written last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from hivecat.copy import documents
+
+MANIFEST_NAME = "_hivecat_manifest.json"
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    path: str              # relative to the unit, "/"-separated
+    size: int
+    source_mtime_ns: int
+    checksum: str | None   # "sha256:<hex>" when computed
+    etag: str | None       # the copy's S3 ETag, for server-side copies
+    copied_at: str
+    run_id: str
+
+
+@dataclass(frozen=True)
+class UnitManifest:
+    unit_id: str
+    source: str
+    run_id: str
+    committed_at: str
+    files: tuple[FileEntry, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        document = {"version": documents.VERSION, **asdict(self)}
+        document["files"] = [asdict(f) for f in self.files]
+        return document
+
+    def by_path(self) -> dict[str, FileEntry]:
+        return {f.path: f for f in self.files}
+
+
+def manifest_from_document(document: dict[str, Any]) -> UnitManifest:
+    body = {k: v for k, v in document.items() if k != "version"}
+    body["files"] = tuple(FileEntry(**f) for f in body["files"])
+    return UnitManifest(**body)
+
+
+def parse_manifest(text: bytes, where: str) -> UnitManifest:
+    return manifest_from_document(documents.parse(documents.UNIT_MANIFEST, text, where))

@@ -1,0 +1,142 @@
+"""Copying one file: the task every engine runs, on the driver's threads or on Spark executors.
+
+A task copies a source file (or a file carried over from the current target unit) into the unit's
+staging directory and verifies the copy: size always; content checksums (sha256 of what was read
+from the source against a re-read of what was written) with --verify checksum; S3 ETags for
+server-side copies. It also checks that the source did not change while it was copied. Failures are
+returned as results, not raised, so one bad file fails its unit and not the whole run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+from dataclasses import dataclass
+
+from pyarrow import fs as pafs
+
+from hivecat.copy import s3copy
+from hivecat.copy.storage import Location, Storage
+
+CHUNK_BYTES = 4 * 1024 * 1024
+CHECKSUM_ALGORITHM = "sha256"  # also one of S3's additional checksums
+
+
+@dataclass(frozen=True)
+class FileTask:
+    unit_index: int
+    relpath: str        # relative to the unit
+    source: Location    # the file to read: in the source unit, or (carry) in the current target unit
+    dest: Location      # the file to write, in staging
+    size: int
+    mtime_ns: int       # of `source`, as listed
+    carry: bool = False  # an up-to-date file taken over from the current target unit
+
+
+@dataclass(frozen=True)
+class TransferOptions:
+    storage: Storage
+    checksum: bool = False
+    bandwidth: float | None = None               # bytes per second, per task
+    multipart_threshold: int = s3copy.MAX_SINGLE_COPY
+    part_size: int = s3copy.DEFAULT_PART_SIZE
+
+
+@dataclass(frozen=True)
+class FileResult:
+    task: FileTask
+    bytes_copied: int = 0
+    checksum: str | None = None
+    etag: str | None = None
+    error: str | None = None
+
+
+class CopyFailed(Exception):
+    pass
+
+
+def run_task(task: FileTask, options: TransferOptions) -> FileResult:
+    try:
+        return _run(task, options)
+    except CopyFailed as exc:
+        return FileResult(task, error=f"{task.relpath}: {exc}")
+    except Exception as exc:  # noqa: BLE001 - any I/O failure fails this file (and so its unit), not the run
+        return FileResult(task, error=f"{task.relpath}: {type(exc).__name__}: {exc}")
+
+
+def _run(task: FileTask, options: TransferOptions) -> FileResult:
+    storage = options.storage
+    src_fs, dst_fs = storage.filesystem(task.source), storage.filesystem(task.dest)
+    if task.source.is_object_store and task.dest.is_object_store:
+        etag = s3copy.server_side_copy(storage.s3_client(), task.source, task.dest, task.size, task.mtime_ns,
+                                       options.multipart_threshold, options.part_size)
+        _check_size(dst_fs, task)
+        return FileResult(task, task.size, etag=etag)
+    if not task.dest.is_object_store:
+        dst_fs.create_dir(task.dest.parent.path, recursive=True)
+    local = isinstance(src_fs, pafs.LocalFileSystem) and isinstance(dst_fs, pafs.LocalFileSystem)
+    digest = None
+    if local and task.carry and _hardlink(task):
+        pass  # committed files are never written in place, so old and new unit may share them
+    elif local and not options.checksum and not options.bandwidth:
+        shutil.copyfile(task.source.path, task.dest.path)  # in-kernel copy (sendfile) on Linux
+    else:
+        digest = _stream_copy(src_fs, dst_fs, task, options)
+    _check_size(dst_fs, task)
+    _check_unchanged(src_fs, task)
+    if digest is not None and options.checksum:
+        written = hash_file(dst_fs, task.dest.path)
+        if written != digest:
+            raise CopyFailed(f"checksum mismatch after copy ({digest} read, {written} written)")
+    return FileResult(task, 0 if task.carry else task.size, checksum=digest if options.checksum else None)
+
+
+def _hardlink(task: FileTask) -> bool:
+    try:
+        os.link(task.source.path, task.dest.path)
+        return True
+    except OSError:  # another device, or links not allowed: copy instead
+        return False
+
+
+def _stream_copy(src_fs: pafs.FileSystem, dst_fs: pafs.FileSystem, task: FileTask,
+                 options: TransferOptions) -> str:
+    hasher = hashlib.new(CHECKSUM_ALGORITHM)
+    began, copied = time.monotonic(), 0
+    with src_fs.open_input_stream(task.source.path) as reader, dst_fs.open_output_stream(task.dest.path) as writer:
+        while True:
+            chunk = reader.read_buffer(CHUNK_BYTES)
+            if not chunk.size:
+                break
+            hasher.update(chunk)
+            writer.write(chunk)
+            copied += chunk.size
+            if options.bandwidth:  # sleep until this task's average rate is back under the limit
+                ahead = copied / options.bandwidth - (time.monotonic() - began)
+                if ahead > 0:
+                    time.sleep(ahead)
+    return f"{CHECKSUM_ALGORITHM}:{hasher.hexdigest()}"
+
+
+def hash_file(filesystem: pafs.FileSystem, path: str) -> str:
+    hasher = hashlib.new(CHECKSUM_ALGORITHM)
+    with filesystem.open_input_stream(path) as reader:
+        while (chunk := reader.read_buffer(CHUNK_BYTES)).size:
+            hasher.update(chunk)
+    return f"{CHECKSUM_ALGORITHM}:{hasher.hexdigest()}"
+
+
+def _check_size(dst_fs: pafs.FileSystem, task: FileTask) -> None:
+    written = dst_fs.get_file_info(task.dest.path)
+    if written.type != pafs.FileType.File or written.size != task.size:
+        raise CopyFailed(f"size mismatch after copy: expected {task.size}, found {written.size}")
+
+
+def _check_unchanged(src_fs: pafs.FileSystem, task: FileTask) -> None:
+    now = src_fs.get_file_info(task.source.path)
+    # Object stores list mtimes in milliseconds but HEAD them in seconds: compare what both have.
+    scale = 1_000_000_000 if task.source.is_object_store else 1
+    if now.size != task.size or now.mtime_ns // scale != task.mtime_ns // scale:
+        raise CopyFailed("the source changed while it was copied (rerun to copy the new version)")

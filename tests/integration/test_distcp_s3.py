@@ -1,0 +1,192 @@
+"""The copy engine against S3 (moto server): local <-> S3 byte for byte, -update reruns, object-store
+commit (manifest last), and S3 -> S3 done by server-side copies, counted at the HTTP level."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+from support.copy_trees import read_tree, write_tree
+
+from hivecat.copy import Copier, CopyOptions, LocalEngine, S3Settings, Storage, single_unit_plan
+from hivecat.copy.documents import UNIT_MANIFEST, validate
+from hivecat.copy.manifest import MANIFEST_NAME
+
+FILES = {"part-0.parquet": os.urandom(300_000), "part-1.parquet": b"p1" * 100, "nested/part-2": os.urandom(1000),
+         "_SUCCESS": b""}
+
+
+def copy(source: str, target: str, **options) -> dict:
+    storage = Storage(S3Settings.from_environment())
+    return Copier(single_unit_plan(source, target), CopyOptions(**options), storage, LocalEngine(4)).run().to_dict()
+
+
+def s3_tree(s3, bucket: str, prefix: str) -> dict[str, bytes]:
+    keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix + "/")
+            for o in page.get("Contents", [])]
+    return {k[len(prefix) + 1:]: s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in keys}
+
+
+@pytest.fixture
+def lake(moto):
+    s3 = moto.client("s3")
+    s3.create_bucket(Bucket="lake")
+    s3.create_bucket(Bucket="replica")
+    return s3
+
+
+def test_local_to_s3_and_back_byte_for_byte_with_update_reruns(lake, tmp_path: Path) -> None:
+    write_tree(tmp_path / "src", FILES)
+    first = copy(str(tmp_path / "src"), "s3://lake/warehouse/t")
+    assert first["totals"]["files_copied"] == 4
+    on_s3 = s3_tree(lake, "lake", "warehouse/t")
+    manifest = json.loads(on_s3.pop(MANIFEST_NAME))
+    validate(UNIT_MANIFEST, manifest)
+    assert on_s3 == FILES
+    assert not [k for k in s3_tree(lake, "lake", "warehouse") if k.startswith(".hivecat-staging")]
+
+    assert copy(str(tmp_path / "src"), "s3://lake/warehouse/t")["totals"]["files_copied"] == 0
+    (tmp_path / "src" / "part-1.parquet").write_bytes(b"changed")
+    again = copy(str(tmp_path / "src"), "s3://lake/warehouse/t")
+    assert again["totals"]["files_copied"] == 1 and again["totals"]["files_skipped"] == 3
+    assert s3_tree(lake, "lake", "warehouse/t")["part-1.parquet"] == b"changed"
+
+    back = copy("s3://lake/warehouse/t", str(tmp_path / "back"), verify="checksum")
+    assert back["totals"]["files_copied"] == 4
+    assert read_tree(tmp_path / "back") == {**FILES, "part-1.parquet": b"changed"}
+    assert copy("s3://lake/warehouse/t", str(tmp_path / "back"))["totals"]["files_copied"] == 0
+
+
+def test_s3_unit_without_current_manifest_is_absent_and_delete_stays_inside(lake, tmp_path: Path) -> None:
+    write_tree(tmp_path / "src", FILES)
+    copy(str(tmp_path / "src"), "s3://lake/t/dt=1")
+    lake.put_object(Bucket="lake", Key="t/dt=1/stray", Body=b"x")
+    lake.put_object(Bucket="lake", Key="t/outside", Body=b"keep")
+    lake.delete_object(Bucket="lake", Key=f"t/dt=1/{MANIFEST_NAME}")  # as after a crash mid-commit
+    summary = copy(str(tmp_path / "src"), "s3://lake/t/dt=1", delete=True)
+    assert summary["totals"]["files_copied"] == 4 and summary["totals"]["files_deleted"] == 1
+    after = s3_tree(lake, "lake", "t/dt=1")
+    assert MANIFEST_NAME in after and "stray" not in after
+    assert lake.get_object(Bucket="lake", Key="t/outside")["Body"].read() == b"keep"
+
+
+def test_missing_target_bucket_is_bad_input(lake, tmp_path: Path) -> None:
+    write_tree(tmp_path / "src", FILES)
+    from hivecat.copy import CopyInputError
+
+    with pytest.raises(CopyInputError, match="target bucket s3://nobucket does not exist"):
+        copy(str(tmp_path / "src"), "s3://nobucket/t")
+
+
+# --- S3 -> S3: count what reaches the server ------------------------------------------------------
+
+class CountingProxy(ThreadingHTTPServer):
+    """A loopback HTTP proxy in front of moto that records each request's method, path and whether
+    it is a server-side copy (x-amz-copy-source)."""
+
+    daemon_threads = True
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = urlparse(upstream)
+        self.requests: list[tuple[str, str, bool]] = []
+        super().__init__(("127.0.0.1", 0), _ProxyHandler)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _ProxyHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def _forward(self) -> None:
+        server: CountingProxy = self.server  # type: ignore[assignment]
+        chunked = self.headers.get("Transfer-Encoding", "").lower() == "chunked"
+        body = self._read_chunked() if chunked else self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        server.requests.append((self.command, self.path, "x-amz-copy-source" in self.headers))
+        upstream = http.client.HTTPConnection(server.upstream.hostname, server.upstream.port, timeout=30)
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("transfer-encoding", "expect")}
+        headers["Content-Length"] = str(len(body))
+        upstream.request(self.command, self.path, body, headers)
+        response = upstream.getresponse()
+        data = response.read()
+        self.send_response_only(response.status, response.reason)
+        for key, value in response.getheaders():
+            if key.lower() not in ("content-length", "transfer-encoding", "connection"):
+                self.send_header(key, value)
+        # HEAD answers carry the object's length without a body
+        self.send_header("Content-Length", response.getheader("Content-Length", "0") if self.command == "HEAD"
+                         else str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+        upstream.close()
+
+    def _read_chunked(self) -> bytes:
+        body = b""
+        while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+            body += self.rfile.read(size)
+            self.rfile.readline()
+        while self.rfile.readline().strip():  # trailers
+            pass
+        return body
+
+    do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _forward
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def proxy(moto, monkeypatch: pytest.MonkeyPatch) -> Iterator[CountingProxy]:
+    server = CountingProxy(moto.endpoint)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", server.endpoint)
+    yield server
+    server.shutdown()
+
+
+def object_requests(proxy: CountingProxy, bucket: str, prefix: str) -> list[tuple[str, str, bool]]:
+    """Requests on object keys under bucket/prefix (not bucket listings)."""
+    return [(m, p, c) for m, p, c in proxy.requests if urlparse(p).path.startswith(f"/{bucket}/{prefix}")]
+
+
+def test_s3_to_s3_uses_server_side_copies_not_get_and_put(lake, proxy: CountingProxy) -> None:
+    for key, data in FILES.items():
+        lake.put_object(Bucket="lake", Key=f"t/dt=1/{key}", Body=data)
+    big = os.urandom(6 * 1024 * 1024)  # copied in two UploadPartCopy parts below
+    lake.put_object(Bucket="lake", Key="t/dt=1/big", Body=big)
+    proxy.requests.clear()
+    summary = copy("s3://lake/t/dt=1", "s3://replica/t/dt=1",
+                   transfer_overrides={"multipart_threshold": 5 * 1024 * 1024, "part_size": 5 * 1024 * 1024})
+    assert summary["status"] == "succeeded", summary["units"][0]["reason"]
+    assert summary["totals"]["files_copied"] == 5
+    assert s3_tree(lake, "replica", "t/dt=1") | {MANIFEST_NAME: b""} == {**FILES, "big": big, MANIFEST_NAME: b""}
+
+    source_reads = [r for r in object_requests(proxy, "lake", "t/") if r[0] == "GET"]
+    assert source_reads == []  # no object bytes read from the source ...
+    writes = [(unquote(urlparse(p).path), urlparse(p).query, c)
+              for m, p, c in object_requests(proxy, "replica", "t/") if m == "PUT"]
+    uploads = {path for path, query, copy_source in writes if not copy_source}  # PutObject, UploadPart
+    assert uploads == {f"/replica/t/dt=1/{MANIFEST_NAME}"}  # ... and only the manifest is uploaded
+    copies = [path for path, query, copy_source in writes if copy_source and "partNumber" not in query]
+    part_copies = [path for path, query, copy_source in writes if copy_source and "partNumber" in query]
+    # every small file: into staging, then into place; `big`: two parts into staging
+    assert sorted(p.rsplit("/", 1)[-1] for p in copies if "staging" in p) == \
+        sorted(k.rsplit("/", 1)[-1] for k in FILES)
+    assert len([p for p in copies if "staging" not in p]) == 5
+    assert len(part_copies) == 2 and all("staging" in p for p in part_copies)
+    manifest = json.loads(lake.get_object(Bucket="replica", Key=f"t/dt=1/{MANIFEST_NAME}")["Body"].read())
+    assert all(f["etag"] for f in manifest["files"])
+
+    proxy.requests.clear()
+    assert copy("s3://lake/t/dt=1", "s3://replica/t/dt=1")["totals"]["files_copied"] == 0
+    assert not [r for r in proxy.requests if r[2] or r[0] in ("PUT", "POST", "DELETE")]

@@ -1,0 +1,268 @@
+"""The copier on local disks: -update semantics, verification, per-unit atomic commit, resumability."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from support.copy_trees import read_manifest, read_tree, write_tree
+
+from hivecat.copy import Copier, CopyOptions, LocalEngine
+from hivecat.copy import commit as commit_module
+from hivecat.copy.documents import UNIT_MANIFEST, validate
+from hivecat.copy.engines import balanced_batches
+from hivecat.copy.listing import STAGING_PREFIX
+from hivecat.copy.manifest import MANIFEST_NAME
+from hivecat.copy.plan import plan_from_document, single_unit_plan
+from hivecat.copy.transfer import FileTask
+
+FILES = {"part-0.parquet": os.urandom(70_000), "part-1.parquet": b"x" * 1000, "_SUCCESS": b"",
+         "nested/part-2.parquet": os.urandom(5000)}
+
+
+def copy(source: Path, target: Path, **options) -> dict:
+    summary = Copier(single_unit_plan(str(source), str(target)), CopyOptions(**options),
+                     engine=LocalEngine(4)).run()
+    return summary.to_dict()
+
+
+def test_copies_byte_for_byte_with_a_valid_manifest(tmp_path: Path) -> None:
+    source = write_tree(tmp_path / "src", FILES)
+    summary = copy(source, tmp_path / "dst" / "t")
+    assert read_tree(tmp_path / "dst" / "t") == FILES
+    manifest = read_manifest(tmp_path / "dst" / "t")
+    validate(UNIT_MANIFEST, manifest)
+    assert {f["path"]: f["size"] for f in manifest["files"]} == {k: len(v) for k, v in FILES.items()}
+    assert {f["source_mtime_ns"] for f in manifest["files"] if f["path"] == "_SUCCESS"} == \
+        {(source / "_SUCCESS").stat().st_mtime_ns}
+    assert summary["totals"]["files_copied"] == 4 and summary["totals"]["bytes_copied"] == 76_000
+    assert [p.name for p in (tmp_path / "dst").iterdir()] == ["t"]  # staging removed
+    assert read_tree(source, with_manifest=True) == FILES  # the source is untouched
+
+
+def test_unchanged_rerun_copies_nothing_and_touches_nothing(tmp_path: Path) -> None:
+    source = write_tree(tmp_path / "src", FILES)
+    target = tmp_path / "dst"
+    copy(source, target)
+    before = {p: p.stat().st_ino for p in target.rglob("*")}
+    summary = copy(source, target)
+    assert summary["units"][0]["status"] == "skipped"
+    assert summary["totals"]["files_copied"] == 0 and summary["totals"]["files_skipped"] == 4
+    assert {p: p.stat().st_ino for p in target.rglob("*")} == before
+
+
+def test_changed_file_alone_is_recopied_and_the_rest_keeps_its_manifest_entries(tmp_path: Path) -> None:
+    source = write_tree(tmp_path / "src", FILES)
+    target = tmp_path / "dst"
+    copy(source, target)
+    first = {f["path"]: f for f in read_manifest(target)["files"]}
+    (source / "part-1.parquet").write_bytes(b"y" * 1001)
+    summary = copy(source, target)
+    assert summary["totals"]["files_copied"] == 1 and summary["totals"]["bytes_copied"] == 1001
+    assert read_tree(target) == {**FILES, "part-1.parquet": b"y" * 1001}
+    second = {f["path"]: f for f in read_manifest(target)["files"]}
+    assert second["part-1.parquet"]["run_id"] == summary["run_id"] != first["part-1.parquet"]["run_id"]
+    assert {p: second[p] for p in second if p != "part-1.parquet"} == \
+        {p: first[p] for p in first if p != "part-1.parquet"}
+
+
+def test_same_size_and_mtime_is_up_to_date_by_size_but_recopied_by_checksum(tmp_path: Path) -> None:
+    source = write_tree(tmp_path / "src", FILES)
+    target = tmp_path / "dst"
+    copy(source, target)
+    stat = (source / "part-1.parquet").stat()
+    (source / "part-1.parquet").write_bytes(b"z" * 1000)  # same size ...
+    os.utime(source / "part-1.parquet", ns=(stat.st_atime_ns, stat.st_mtime_ns))  # ... and same mtime
+    assert copy(source, target)["totals"]["files_copied"] == 0
+    assert (target / "part-1.parquet").read_bytes() == b"x" * 1000
+    summary = copy(source, target, verify="checksum")
+    assert summary["totals"]["files_copied"] == 1 and summary["totals"]["files_skipped"] == 3
+    assert (target / "part-1.parquet").read_bytes() == b"z" * 1000
+    checksums = {f["path"]: f["checksum"] for f in read_manifest(target)["files"]}
+    assert all(c and c.startswith("sha256:") for c in checksums.values())
+
+
+def test_a_target_without_manifest_counts_as_absent(tmp_path: Path) -> None:
+    source = write_tree(tmp_path / "src", FILES)
+    target = write_tree(tmp_path / "dst", {**FILES, "stray.txt": b"old"})
+    summary = copy(source, target)
+    assert summary["totals"]["files_copied"] == 4
+    assert read_tree(target) == {**FILES, "stray.txt": b"old"}  # kept: --delete is off by default
+
+
+def test_delete_removes_target_only_files_inside_the_unit_only(tmp_path: Path) -> None:
+    source = write_tree(tmp_path / "src", FILES)
+    target = tmp_path / "dst" / "t"
+    copy(source, target)
+    write_tree(target, {"stray.txt": b"old", "nested/stray": b"old"})
+    (tmp_path / "dst" / "neighbour.txt").write_bytes(b"not in any unit")
+    assert copy(source, target)["totals"]["files_deleted"] == 0
+    assert "stray.txt" in read_tree(target)
+    summary = copy(source, target, delete=True)
+    assert summary["totals"]["files_deleted"] == 2 and summary["totals"]["files_copied"] == 0
+    assert read_tree(target) == FILES
+    assert (tmp_path / "dst" / "neighbour.txt").read_bytes() == b"not in any unit"
+
+
+def test_dry_run_reports_and_writes_nothing(tmp_path: Path) -> None:
+    source = write_tree(tmp_path / "src", FILES)
+    summary = copy(source, tmp_path / "dst" / "t", dry_run=True)
+    assert summary["units"][0]["status"] == "done" and summary["totals"]["files_copied"] == 4
+    assert not (tmp_path / "dst").exists()
+
+
+def test_stale_staging_of_a_crashed_run_is_removed(tmp_path: Path) -> None:
+    source = write_tree(tmp_path / "src", FILES)
+    stale = write_tree(tmp_path / "dst" / f"{STAGING_PREFIX}20200101T000000Z-dead00" / "t", {"half": b"x"})
+    copy(source, tmp_path / "dst" / "t")
+    assert not stale.parent.exists()
+    assert sorted(p.name for p in (tmp_path / "dst").iterdir()) == ["t"]
+
+
+def test_a_unit_with_a_missing_expected_file_fails_alone(tmp_path: Path) -> None:
+    write_tree(tmp_path / "src" / "a", FILES)
+    write_tree(tmp_path / "src" / "b", FILES)
+    plan = plan_from_document({"version": 1, "units": [
+        {"id": "a", "source": str(tmp_path / "src" / "a"), "target": str(tmp_path / "dst" / "a"),
+         "expected_files": ["part-0.parquet", "part-9.parquet"]},
+        {"id": "b", "source": str(tmp_path / "src" / "b"), "target": str(tmp_path / "dst" / "b")}]})
+    summary = Copier(plan, engine=LocalEngine(2)).run().to_dict()
+    assert [(u["id"], u["status"]) for u in summary["units"]] == [("a", "failed"), ("b", "done")]
+    assert "part-9.parquet" in summary["units"][0]["reason"] and summary["status"] == "failed"
+    assert not (tmp_path / "dst" / "a").exists() and read_tree(tmp_path / "dst" / "b") == FILES
+
+
+def test_a_failed_copy_commits_nothing_and_keeps_the_old_unit(tmp_path: Path, monkeypatch) -> None:
+    source = write_tree(tmp_path / "src", FILES)
+    target = tmp_path / "dst"
+    copy(source, target)
+    old = read_tree(target, with_manifest=True)
+    (source / "part-0.parquet").write_bytes(b"new")
+    import hivecat.copy.transfer as transfer
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(transfer.shutil, "copyfile", broken)
+    summary = copy(source, target)
+    assert summary["status"] == "failed" and "disk full" in summary["units"][0]["reason"]
+    assert read_tree(target, with_manifest=True) == old
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dst", "src"]  # staging removed
+
+
+def test_replacing_a_unit_never_shows_it_missing_or_mixed(tmp_path: Path) -> None:
+    """A reader polls the unit while it is replaced again and again: every look sees one whole version."""
+    source, target = tmp_path / "src", tmp_path / "dst"
+    versions = 12
+
+    def version_files(v: int) -> dict[str, bytes]:  # the file set changes too, not only the contents
+        return {"common": b"v%d" % v, f"only-{v % 3}": b"v%d" % v, "nested/deep": b"v%d" % v}
+
+    write_tree(source, version_files(0))
+    copy(source, target, delete=True)
+    looks, violations, stop = [0], [], threading.Event()
+
+    def look() -> None:
+        try:
+            fd = os.open(target, os.O_RDONLY | os.O_DIRECTORY)
+        except FileNotFoundError:
+            violations.append("missing")
+            return
+        try:
+            inode = os.fstat(fd).st_ino
+            files = read_tree(Path(f"/proc/self/fd/{fd}"), with_manifest=True)
+        except FileNotFoundError:  # the old version, deleted under an open handle after the commit
+            return
+        finally:
+            os.close(fd)
+        try:
+            # A look that straddled a commit read the old version while it was being deleted:
+            # count only looks at the directory that was the unit before and after reading.
+            if os.stat(target).st_ino != inode:
+                return
+        except FileNotFoundError:
+            violations.append("missing")
+            return
+        manifest = json.loads(files.pop(MANIFEST_NAME))
+        tags = set(files.values())
+        if len(tags) != 1 or files != version_files(int(tags.pop()[1:])) or \
+                sorted(f["path"] for f in manifest["files"]) != sorted(files):
+            violations.append(f"mixed: {sorted(files.items())}")
+        looks[0] += 1
+
+    def reader() -> None:
+        while not stop.is_set():
+            try:
+                look()
+            except Exception as exc:  # noqa: BLE001 - a reader that dies must fail the test, not pass it
+                violations.append(repr(exc))
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        for v in range(1, versions):
+            for old in list(read_tree(source)):
+                (source / old).unlink()
+            write_tree(source, version_files(v))
+            copy(source, target, delete=True)
+    finally:
+        stop.set()
+        thread.join()
+    assert read_tree(target) == version_files(versions - 1)
+    assert violations == [] and looks[0] > versions
+
+
+def test_exchange_swaps_two_directories(tmp_path: Path) -> None:
+    a, b = write_tree(tmp_path / "a", {"x": b"a"}), write_tree(tmp_path / "b", {"y": b"b"})
+    assert commit_module._exchange(str(a), str(b))
+    assert read_tree(a) == {"y": b"b"} and read_tree(b) == {"x": b"a"}
+
+
+def test_rename_aside_fallback_replaces_the_unit(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(commit_module, "_exchange", lambda a, b: False)  # as on HDFS
+    source = write_tree(tmp_path / "src", FILES)
+    copy(source, tmp_path / "dst" / "t")
+    (source / "part-1.parquet").write_bytes(b"changed")
+    copy(source, tmp_path / "dst" / "t")
+    assert read_tree(tmp_path / "dst" / "t") == {**FILES, "part-1.parquet": b"changed"}
+    assert sorted(p.name for p in (tmp_path / "dst").iterdir()) == ["t"]
+
+
+def test_bandwidth_limit_slows_each_task(tmp_path: Path) -> None:
+    source = write_tree(tmp_path / "src", {"big": os.urandom(400_000)})
+    summary = copy(source, tmp_path / "dst", bandwidth=1_000_000)  # 1 MB/s: at least 0.4 s
+    assert summary["seconds"] >= 0.35 and read_tree(tmp_path / "dst") == read_tree(source)
+
+
+def test_balanced_batches_spread_bytes() -> None:
+    sizes = [100, 90, 50, 40, 10, 10, 0, 0]
+    tasks = [FileTask(0, str(i), None, None, s, 0) for i, s in enumerate(sizes)]
+    batches = balanced_batches(tasks, 3)
+    assert sorted(t.relpath for b in batches for t in b) == sorted(t.relpath for t in tasks)
+    assert max(sum(t.size for t in b) for b in batches) <= 110
+
+
+def test_source_changed_during_copy_fails_the_unit(tmp_path: Path, monkeypatch) -> None:
+    source = write_tree(tmp_path / "src", FILES)
+    import hivecat.copy.transfer as transfer
+
+    real = transfer.shutil.copyfile
+
+    def copy_then_touch(src, dst):
+        real(src, dst)
+        Path(src).write_bytes(b"changed meanwhile")
+
+    monkeypatch.setattr(transfer.shutil, "copyfile", copy_then_touch)
+    summary = copy(source, tmp_path / "dst")
+    assert summary["status"] == "failed" and "source changed" in summary["units"][0]["reason"]
+    assert not (tmp_path / "dst").exists() or list((tmp_path / "dst").iterdir()) == []
+
+
+@pytest.mark.parametrize("verify", ["size", "checksum"])
+def test_empty_source_unit_commits_an_empty_unit(tmp_path: Path, verify: str) -> None:
+    (tmp_path / "src").mkdir()
+    copy(tmp_path / "src", tmp_path / "dst", verify=verify)
+    assert read_manifest(tmp_path / "dst")["files"] == [] and read_tree(tmp_path / "dst") == {}

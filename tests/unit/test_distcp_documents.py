@@ -1,0 +1,76 @@
+"""The plan, run summary and unit manifest: versioned, shipped as package data, validated both ways."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hivecat.copy import documents
+from hivecat.copy.documents import DocumentError
+from hivecat.copy.manifest import FileEntry, UnitManifest, manifest_from_document
+from hivecat.copy.plan import plan_from_document
+from hivecat.copy.summary import FAILED, RunSummary, UnitResult
+
+PLAN = {"version": 1, "units": [{"id": "db.t/dt=1", "source": "/data/t/dt=1", "target": "/copy/t/dt=1",
+                                 "expected_files": ["part-0.parquet"]}]}
+
+
+@pytest.mark.parametrize("kind", [documents.PLAN, documents.RUN_SUMMARY, documents.UNIT_MANIFEST])
+def test_each_schema_ships_with_the_package_and_pins_version_1(kind: str) -> None:
+    schema = documents.schema(kind)
+    assert schema["properties"]["version"] == {"const": 1}
+    assert "version" in schema["required"]
+
+
+def test_plan_round_trips_through_its_schema() -> None:
+    plan = plan_from_document(PLAN)
+    assert plan.units[0].expected_files == ("part-0.parquet",)
+    assert plan_from_document(plan.to_dict()) == plan
+
+
+@pytest.mark.parametrize("version", [2, 0, "1", None])
+def test_wrong_version_is_named_as_such(version) -> None:
+    with pytest.raises(DocumentError, match=f"unsupported version {version!r}"):
+        plan_from_document({**PLAN, "version": version})
+
+
+@pytest.mark.parametrize(("document", "message"), [
+    ({"version": 1, "units": []}, "should be non-empty"),
+    ({"version": 1, "units": [{"id": "x", "source": "/a"}]}, "'target' is a required property"),
+    ({"version": 1, "units": [{"id": "x", "source": "/a", "target": "/b", "extra": 1}]}, "Additional properties"),
+    ({"version": 1, "units": [{"id": "", "source": "/a", "target": "/b"}]}, "units/0/id"),
+    ([1, 2], "expected a JSON object"),
+])
+def test_malformed_plans_are_refused_with_the_place(document, message: str) -> None:
+    with pytest.raises(DocumentError, match=message):
+        plan_from_document(document)
+
+
+def test_not_json_is_refused() -> None:
+    with pytest.raises(DocumentError, match="not JSON"):
+        documents.parse(documents.PLAN, b"{units: ", "plan.json")
+
+
+def test_manifest_round_trips_and_rejects_a_bad_checksum() -> None:
+    entry = FileEntry("a/b.parquet", 3, 123, "sha256:" + "0" * 64, None, "2026-01-01T00:00:00+00:00", "r1")
+    manifest = UnitManifest("db.t", "file:///data/t", "r1", "2026-01-01T00:00:00+00:00", (entry,))
+    document = json.loads(json.dumps(manifest.to_dict()))
+    documents.validate(documents.UNIT_MANIFEST, document)
+    assert manifest_from_document(document) == manifest
+    document["files"][0]["checksum"] = "md5:abc"
+    with pytest.raises(DocumentError, match="files/0/checksum"):
+        documents.validate(documents.UNIT_MANIFEST, document)
+
+
+def test_run_summary_validates_and_counts() -> None:
+    summary = RunSummary("r1", "local", "size", False, False, "2026-01-01T00:00:00+00:00", 1.5,
+                         [UnitResult("a", "s", "t", "done", None, 2, 10, 1, 0),
+                          UnitResult("b", "s2", "t2", FAILED, "boom")])
+    document = summary.to_dict()
+    assert document["status"] == "failed"
+    assert document["totals"] == {"units_done": 1, "units_skipped": 0, "units_failed": 1, "files_copied": 2,
+                                  "bytes_copied": 10, "files_skipped": 1, "files_deleted": 0}
+    summary.engine = "mapreduce"
+    with pytest.raises(DocumentError, match="engine"):
+        summary.to_dict()
