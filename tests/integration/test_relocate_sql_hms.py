@@ -7,10 +7,8 @@ place, HMS Thrift reports the new locations; refusals and dry runs change nothin
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 
 from hivecat.catalog.model import ObjectKind, RelocationRefused, RelocationRequest, Scope
 from hivecat.catalog.sql.catalog import SqlCatalog

@@ -8,7 +8,7 @@ import pytest
 
 from hivecat import cli
 from hivecat.catalog.model import KindCounts, ObjectKind, RelocationReport
-from hivecat.commands.relocate import UsageError, catalog_url, format_report
+from hivecat.commands.relocate import ApiTarget, UsageError, api_target, catalog_url, format_report, journal_url
 
 
 def test_password_in_url_is_rejected() -> None:
@@ -34,11 +34,61 @@ def test_password_file_wins_and_unreadable_file_is_a_clear_error(tmp_path: Path)
 @pytest.mark.parametrize("url,message", [
     ("not a url", "is not a database URL"),
     ("sqlite:///x.db", "unsupported catalog database"),
-    ("thrift://hms:9083", "not supported by relocate yet"),
 ])
 def test_bad_catalog_urls(url: str, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         catalog_url(url, None)
+
+
+@pytest.mark.parametrize("url,target", [
+    ("glue://eu-west-1", ApiTarget("glue", "eu-west-1")),
+    ("glue://us-gov-west-1/123456789012", ApiTarget("glue", "us-gov-west-1", catalog_id="123456789012")),
+    ("thrift://metastore:9083", ApiTarget("thrift", "metastore", 9083)),
+    ("mysql://hive@db/hms", None),
+])
+def test_api_catalog_urls(url: str, target: ApiTarget | None) -> None:
+    assert api_target(url) == target
+
+
+@pytest.mark.parametrize("url,message", [
+    ("glue://EU_WEST", "expected glue://REGION"),
+    ("glue://eu-west-1:443", "expected glue://REGION"),
+    ("glue://key:secret@eu-west-1", "no user, password"),
+    ("thrift://metastore", "expected thrift://HOST:PORT"),
+    ("thrift://metastore:port", "port must be a number"),
+    ("thrift://metastore:9083/db", "expected thrift://HOST:PORT"),
+])
+def test_bad_api_catalog_urls_exit_2(url: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["relocate", "--catalog", url, "--from", "s3://a/x", "--to", "s3://b/x"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "secret" not in err
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--segments", "11"], "--segments must be 1..10"),
+    (["--segments", "0"], "--segments must be 1..10"),
+    (["--chunk-size", "0"], "--chunk-size must be at least 1"),
+    (["--journal-url", "mysql://u:hunter2@db/journal"], "HIVECAT_JOURNAL_PASSWORD"),
+    (["--journal-url", "::"], "is not a database URL"),
+])
+def test_bad_api_options_exit_2(extra: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["relocate", "--catalog", "glue://eu-west-1", "--from", "s3://a/x", "--to", "s3://b/x", *extra]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "hunter2" not in err
+
+
+@pytest.mark.parametrize("option", [["--segments", "2"], ["--endpoint-url", "http://x"], ["--skip-functions"]])
+def test_glue_only_options_are_refused_for_thrift(option: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["relocate", "--catalog", "thrift://metastore:9083", "--from", "s3://a/x", "--to", "s3://b/x", *option]
+    assert cli.main(argv) == 2
+    assert "glue:// catalogs only" in capsys.readouterr().err
+
+
+def test_journal_password_comes_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HIVECAT_JOURNAL_PASSWORD", "from-env")
+    assert journal_url("mysql://hc@db/journal") == "mysql+pymysql://hc:from-env@db/journal"
+    assert journal_url(None) is None
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -61,3 +111,11 @@ def test_text_report_lists_counts_sample_and_tables_to_refresh() -> None:
     assert "hdfs://a/t/p=1 -> hdfs://b/t/p=1" in text
     assert "REFRESH TABLE" in text and "  db.t" in text
     assert "1 value(s) changed by someone else" in text
+
+
+def test_text_report_shows_failures_and_their_errors() -> None:
+    report = RelocationReport("r2", "glue://eu-west-1", "s3://a", "s3://b", False,
+                              counts={ObjectKind.PARTITION: KindCounts(rewritten=3, failed=2)},
+                              errors=["partition ['x']: InternalServiceException: boom"])
+    text = format_report(report)
+    assert "2 value(s) could not be written" in text and "InternalServiceException: boom" in text

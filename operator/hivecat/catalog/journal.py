@@ -3,24 +3,40 @@
 It lives in its own database (MySQL/MariaDB) or schema (PostgreSQL) — never inside the HMS schema — so
 HMS upgrades and schematool never see it. The SQL backend keeps it on the metastore's own server so
 that one transaction covers a chunk's metastore rows and their journal rows; Glue and Thrift keep it in
-any SQLAlchemy database (SQLite by default).
+any SQLAlchemy database (SQLite by default), where a lock table (`hivecat_locks`) stands in for the
+server-side locks SQL has: one run per catalog at a time.
+
+Entry keys: SQL rows are keyed by their own ids (key1 = SD_ID, DB_ID, ..., key2 = PARAM_KEY, ...). API
+entries (Glue, Thrift) use key1 = ordinal within the run, key2 = the slot (parameter key, ...) and
+`object` = the object's identity as JSON (database, table, partition values, function).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import socket
 import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
 
-from hivecat.catalog.model import RelocationRequest, RunSummary
+from hivecat.catalog.model import Refusal, RelocationRefused, RelocationRequest, RunSummary
 
-# Entry states: planned -> applied | conflicted; applied -> undone | undo-conflicted
+# Entry states: planned -> applied | conflicted | failed; applied -> undone | undo-conflicted | undo-failed.
+# failed / undo-failed (API backends only): the service refused the write for another reason than a concurrent change.
 PLANNED, APPLIED, CONFLICTED, UNDONE, UNDO_CONFLICTED = "planned", "applied", "conflicted", "undone", "undo-conflicted"
+ENTRY_FAILED, UNDO_FAILED = "failed", "undo-failed"
 # Run states
 RUNNING, DONE, FAILED, UNDOING, RUN_UNDONE = "running", "done", "failed", "undoing", "undone"
+
+
+# Parameter values reach 32,672 characters (more on schema-script installs): MySQL's TEXT (64 KiB) could not
+# hold them, and undo needs every old value whole.
+VALUE = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 
 
 def journal_tables(schema: str | None) -> tuple[sa.MetaData, sa.Table, sa.Table]:
@@ -45,12 +61,42 @@ def journal_tables(schema: str | None) -> tuple[sa.MetaData, sa.Table, sa.Table]
         sa.Column("key2", sa.String(256), primary_key=True),  # PARAM_KEY, INTEGER_IDX, ...; '' when unused
         sa.Column("tbl_id", sa.BigInteger),                   # owning table, for "tables touched"
         sa.Column("chunk", sa.BigInteger, nullable=False),
-        sa.Column("old_value", sa.Text, nullable=False),
-        sa.Column("new_value", sa.Text, nullable=False),
+        sa.Column("old_value", VALUE, nullable=False),
+        sa.Column("new_value", VALUE, nullable=False),
         sa.Column("state", sa.String(16), nullable=False),
+        sa.Column("object", sa.Text),                         # API backends: the object's identity as JSON
         sa.Index("hivecat_entries_chunk", "run_id", "chunk", "state"),
     )
     return metadata, runs, entries
+
+
+def lock_table(metadata: sa.MetaData) -> sa.Table:
+    """One row per locked catalog (API backends): who holds it and until when, unless renewed."""
+    return sa.Table(
+        "hivecat_locks", metadata,
+        sa.Column("catalog", sa.String(512), primary_key=True),
+        sa.Column("owner", sa.String(256), nullable=False),   # host:pid
+        sa.Column("acquired_at", sa.DateTime, nullable=False),
+        sa.Column("expires_at", sa.DateTime, nullable=False),
+    )
+
+
+def lock_owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _owner_is_dead(owner: str) -> bool:
+    """A lock of a process of this host that no longer runs is stale at once (a crashed run can resume)."""
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def _now() -> dt.datetime:
@@ -66,13 +112,23 @@ class Journal:
         self.engine = engine
         self.schema = schema
         self.metadata, self.runs, self.entries = journal_tables(schema)
+        self.locks = lock_table(sa.MetaData(schema=schema))  # API backends only: SQL locks server-side
 
-    def ensure(self) -> None:
-        """Create the journal's schema and tables when missing (idempotent)."""
+    def ensure(self, *, locks: bool = False) -> None:
+        """Create the journal's schema and tables when missing, and columns added since (idempotent)."""
         with self.engine.begin() as conn:
             if self.schema and self.schema not in sa.inspect(conn).get_schema_names():
                 conn.execute(sa.schema.CreateSchema(self.schema))
             self.metadata.create_all(conn)
+            if locks:
+                self.locks.metadata.create_all(conn)
+            have = {c["name"].lower() for c in sa.inspect(conn).get_columns(self.entries.name, schema=self.schema)}
+            for column in self.entries.columns:
+                if column.name not in have and column.nullable:
+                    table = self.engine.dialect.identifier_preparer.format_table(self.entries)
+                    kind = column.type.compile(dialect=self.engine.dialect)
+                    name = self.engine.dialect.identifier_preparer.quote(column.name)
+                    conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {name} {kind}"))
 
     def new_run(self, conn: sa.Connection, catalog: str, request: RelocationRequest) -> str:
         run_id = uuid.uuid4().hex
@@ -85,6 +141,25 @@ class Journal:
         return conn.execute(sa.select(self.runs).where(
             self.runs.c.catalog == catalog, self.runs.c.status.in_([RUNNING, UNDOING]),
         ).order_by(self.runs.c.started_at.desc())).first()
+
+    def resumable_run(self, conn: sa.Connection, catalog: str, request: RelocationRequest) -> str | None:
+        """The catalog's unfinished run if it is this same request (to resume); refuses any other request."""
+        unfinished = self.unfinished_run(conn, catalog)
+        if unfinished is not None and unfinished.request != request_to_json(request):
+            raise RelocationRefused([Refusal(
+                "unfinished-run",
+                f"run {unfinished.run_id} ({unfinished.old_prefix} -> {unfinished.new_prefix}) did not finish: "
+                f"rerun that same command to resume it, or undo it with --undo {unfinished.run_id}")])
+        return unfinished.run_id if unfinished is not None else None
+
+    def undoable_run(self, conn: sa.Connection, catalog: str, run_id: str) -> sa.Row:
+        """The run to undo; refuses one that is unknown here or already undone."""
+        run = self.run(conn, run_id)
+        if run is None or run.catalog != catalog:
+            raise RelocationRefused([Refusal("not-found", f"no run {run_id} in the journal of {catalog}")])
+        if run.status == RUN_UNDONE:
+            raise RelocationRefused([Refusal("already-undone", f"run {run_id} was already undone")])
+        return run
 
     def run(self, conn: sa.Connection, run_id: str) -> sa.Row | None:
         return conn.execute(sa.select(self.runs).where(self.runs.c.run_id == run_id)).first()
@@ -126,3 +201,71 @@ class Journal:
                             .where(self.entries.c.run_id == run_id)
                             .order_by(self.entries.c.kind, self.entries.c.key1, self.entries.c.key2).limit(limit))
         return [(r[0], r[1]) for r in rows]
+
+    # --- API backends (Glue, Thrift): entries keyed by ordinal, with the object's identity --------
+
+    def add_entries(self, conn: sa.Connection, rows: Sequence[dict]) -> None:
+        """rows: run_id, kind, key1 (ordinal), key2, object, chunk, old_value, new_value, state."""
+        if rows:
+            conn.execute(self.entries.insert(), [{"tbl_id": None, **row} for row in rows])
+
+    def pending_chunks(self, conn: sa.Connection, run_id: str, states: Iterable[str]) -> list[int]:
+        e = self.entries
+        rows = conn.execute(sa.select(e.c.chunk).distinct()
+                            .where(e.c.run_id == run_id, e.c.state.in_(list(states))).order_by(e.c.chunk))
+        return [int(r[0]) for r in rows]
+
+    def chunk_entries(self, conn: sa.Connection, run_id: str, chunk: int, states: Iterable[str]) -> list[sa.Row]:
+        e = self.entries
+        return conn.execute(sa.select(e).where(e.c.run_id == run_id, e.c.chunk == chunk,
+                                               e.c.state.in_(list(states))).order_by(e.c.key1)).all()
+
+    def set_states(self, conn: sa.Connection, run_id: str, states: dict[int, str]) -> None:
+        """key1 (ordinal) -> new state."""
+        by_state: dict[str, list[int]] = {}
+        for key1, state in states.items():
+            by_state.setdefault(state, []).append(key1)
+        e = self.entries
+        for state, keys in by_state.items():
+            for start in range(0, len(keys), 500):  # bounded IN lists
+                conn.execute(e.update().where(e.c.run_id == run_id, e.c.key1.in_(keys[start:start + 500]))
+                             .values(state=state))
+
+    def objects(self, conn: sa.Connection, run_id: str, state: str) -> list[str]:
+        """The distinct object identities (JSON) of a run's entries in `state`."""
+        e = self.entries
+        return [r[0] for r in conn.execute(sa.select(e.c.object).distinct().where(
+            e.c.run_id == run_id, e.c.state == state, e.c.object.is_not(None)))]
+
+    # --- the lock table (API backends) ----------------------------------------------------------
+
+    def acquire_lock(self, catalog: str, ttl_seconds: int) -> bool:
+        """Take the catalog's lock unless a live holder has it; expired and dead holders' locks are stale."""
+        now, owner = _now(), lock_owner()
+        with self.engine.begin() as conn:
+            held = conn.execute(sa.select(self.locks).where(self.locks.c.catalog == catalog)).first()
+            if held is not None:
+                if held.expires_at > now and not _owner_is_dead(held.owner):
+                    return False
+                stale = conn.execute(self.locks.delete().where(self.locks.c.catalog == catalog,
+                                                               self.locks.c.owner == held.owner,
+                                                               self.locks.c.expires_at == held.expires_at))
+                if stale.rowcount != 1:
+                    return False  # someone else took it over in between
+            try:
+                conn.execute(self.locks.insert().values(catalog=catalog, owner=owner, acquired_at=now,
+                                                        expires_at=now + dt.timedelta(seconds=ttl_seconds)))
+            except sa.exc.IntegrityError:
+                return False
+        return True
+
+    def renew_lock(self, catalog: str, ttl_seconds: int) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(self.locks.update().where(self.locks.c.catalog == catalog,
+                                                   self.locks.c.owner == lock_owner())
+                         .values(expires_at=_now() + dt.timedelta(seconds=ttl_seconds)))
+
+    def release_lock(self, catalog: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(self.locks.delete().where(self.locks.c.catalog == catalog,
+                                                   self.locks.c.owner == lock_owner()))

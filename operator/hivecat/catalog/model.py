@@ -89,6 +89,7 @@ class KindCounts:
     skipped: int = 0     # under the old prefix but left alone (e.g. done by an earlier attempt of the run)
     conflicted: int = 0  # changed by someone else between plan and write: reported, never clobbered
     refused: int = 0     # in a refused table (Iceberg, ACID) and left alone because skip_refused was set
+    failed: int = 0      # API backends: the service refused the write (other than a concurrent change); not written
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,7 @@ class RelocationReport:
     sample: list[tuple[str, str]] = field(default_factory=list)  # a few old -> new pairs
     tables_touched: list[str] = field(default_factory=list)      # db.table: refresh these in caching clients
     refusals: list[Refusal] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # API backends: why writes failed or conflicted (first few)
     seconds: float = 0.0
     status: str = "done"  # done | dry-run | undone | partial
 
@@ -126,6 +128,12 @@ class RelocationReport:
 
     def count(self, kind: ObjectKind) -> KindCounts:
         return self.counts.setdefault(kind, KindCounts())
+
+    ERRORS_SIZE = 50
+
+    def add_error(self, message: str) -> None:
+        if len(self.errors) < self.ERRORS_SIZE:
+            self.errors.append(message)
 
     def add_sample(self, old: str, new: str) -> None:
         if len(self.sample) < self.SAMPLE_SIZE:
@@ -139,12 +147,17 @@ class RelocationReport:
     def conflicted(self) -> int:
         return sum(c.conflicted for c in self.counts.values())
 
+    @property
+    def failed(self) -> int:
+        return sum(c.failed for c in self.counts.values())
+
     def to_dict(self) -> dict:
         data = asdict(self)
         data["counts"] = {kind.value: asdict(c) for kind, c in sorted(self.counts.items(), key=lambda kv: kv[0].value)}
         data["sample"] = [{"old": o, "new": n} for o, n in self.sample]
         data["rewritten"] = self.rewritten
         data["conflicted"] = self.conflicted
+        data["failed"] = self.failed
         return data
 
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
+import urllib.parse
+from dataclasses import dataclass
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -13,6 +16,7 @@ import sqlalchemy as sa
 from hivecat.catalog.model import DEFAULT_PARAM_KEYS, RelocationRefused, RelocationReport, RelocationRequest, Scope
 
 PASSWORD_ENV = "HIVECAT_CATALOG_PASSWORD"
+JOURNAL_PASSWORD_ENV = "HIVECAT_JOURNAL_PASSWORD"
 # Short URL schemes users type, and the SQLAlchemy driver each means.
 DRIVERS = {"mysql": "mysql+pymysql", "mariadb": "mysql+pymysql", "postgresql": "postgresql+psycopg",
            "postgres": "postgresql+psycopg"}
@@ -32,7 +36,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "from the command line." % PASSWORD_ENV)
     p.add_argument("--catalog", required=True, metavar="URL",
                    help="the metastore database: mysql://user@host:3306/db, postgresql://user@host:5432/db "
-                        "(or any SQLAlchemy URL)")
+                        "(or any SQLAlchemy URL); or glue://REGION[/CATALOG_ID] (AWS credentials from boto3's usual "
+                        "chain: environment, profile, instance role); or thrift://HOST:PORT (a Hive Metastore)")
     p.add_argument("--from", dest="old", metavar="URI", help="old location prefix, e.g. hdfs://old-nn:8020")
     p.add_argument("--to", dest="new", metavar="URI", help="new location prefix, e.g. hdfs://new-nn:8020")
     p.add_argument("--database", help="only this database (and its tables)")
@@ -47,28 +52,86 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="relocate the rest when some tables are refused (Iceberg, ACID), instead of nothing")
     p.add_argument("--dry-run", action="store_true", help="report what would change; write nothing")
     p.add_argument("--chunk-size", type=int, metavar="N",
-                   help="commit every N rows per kind (resumable); default: one transaction")
+                   help="SQL: commit every N rows per kind (resumable); default: one transaction. Glue/Thrift: "
+                        "partitions re-read and written per batch (default: 100 for Glue, 500 for Thrift)")
     p.add_argument("--undo", metavar="RUN_ID", help="restore what run RUN_ID changed")
     p.add_argument("--history", action="store_true", help="list this catalog's runs")
     p.add_argument("--journal-schema", default="hivecat",
                    help="database (MySQL) or schema (PostgreSQL) that holds the journal (default: hivecat)")
     p.add_argument("--password-file", type=Path, help="file holding the database password")
+    p.add_argument("--journal-url", metavar="URL",
+                   help="Glue/Thrift: SQLAlchemy URL of the journal database (password from $%s); default: a "
+                        "SQLite file under $XDG_STATE_HOME/hivecat" % JOURNAL_PASSWORD_ENV)
+    p.add_argument("--endpoint-url", metavar="URL", help="Glue: a non-default endpoint (e.g. a test server)")
+    p.add_argument("--segments", type=int, default=1, metavar="N",
+                   help="Glue: read partitions in N parallel segments (1..10, default 1)")
+    p.add_argument("--skip-functions", action="store_true",
+                   help="Glue: leave function (UDF) resource URIs alone, e.g. on a test endpoint without the UDF API")
     p.add_argument("--output", choices=("text", "json"), default="text")
 
 
-def catalog_url(raw: str, password_file: Path | None) -> sa.URL:
+@dataclass(frozen=True)
+class ApiTarget:
+    """A catalog reached through an API: glue://REGION[/CATALOG_ID] or thrift://HOST:PORT."""
+
+    scheme: str
+    host: str                # AWS region or metastore host
+    port: int | None = None
+    catalog_id: str | None = None
+
+
+_REGION = re.compile(r"[a-z]{2,}(-[a-z0-9]+)+")
+
+
+def api_target(raw: str) -> ApiTarget | None:
+    """The glue:// or thrift:// catalog `raw` names; None for anything else (a database URL)."""
+    scheme = raw.split("://", 1)[0].lower() if "://" in raw else ""
+    if scheme not in ("glue", "thrift"):
+        return None
+    parts = urllib.parse.urlsplit(raw)
+    try:
+        port = parts.port
+    except ValueError:
+        raise UsageError(f"--catalog {raw!r}: the port must be a number 1..65535") from None
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise UsageError(f"--catalog {scheme}:// takes no user, password, query or fragment "
+                         "(AWS credentials come from boto3's usual chain)")
+    if scheme == "glue":
+        region = parts.hostname or ""
+        if not _REGION.fullmatch(region) or port is not None:
+            raise UsageError(f"--catalog {raw!r}: expected glue://REGION[/CATALOG_ID], e.g. glue://eu-west-1")
+        catalog_id = parts.path.lstrip("/") or None
+        return ApiTarget("glue", region, catalog_id=catalog_id)
+    if not parts.hostname or not port or parts.path.strip("/"):
+        raise UsageError(f"--catalog {raw!r}: expected thrift://HOST:PORT, e.g. thrift://metastore:9083")
+    return ApiTarget("thrift", parts.hostname, port)
+
+
+def _database_url(raw: str, option: str, password_from: str) -> sa.URL:
+    """A password-less SQLAlchemy URL with our short schemes mapped to drivers."""
     try:
         url = sa.make_url(raw)
     except sa.exc.ArgumentError:
-        raise UsageError(f"--catalog {raw!r} is not a database URL") from None
+        raise UsageError(f"{option} {raw!r} is not a database URL") from None
     if url.password:
-        raise UsageError(f"put the password in ${PASSWORD_ENV} or --password-file, not in --catalog")
-    scheme = url.drivername
-    if scheme in ("thrift", "glue"):
-        raise UsageError(f"{scheme}:// catalogs are not supported by relocate yet; use the metastore database URL")
-    url = url.set(drivername=DRIVERS.get(scheme, scheme))
+        raise UsageError(f"put the password in {password_from}, not in {option}")
+    return url.set(drivername=DRIVERS.get(url.drivername, url.drivername))
+
+
+def journal_url(raw: str | None) -> str | None:
+    if raw is None:
+        return None
+    url = _database_url(raw, "--journal-url", f"${JOURNAL_PASSWORD_ENV}")
+    password = os.environ.get(JOURNAL_PASSWORD_ENV)
+    return (url.set(password=password) if password else url).render_as_string(hide_password=False)
+
+
+def catalog_url(raw: str, password_file: Path | None) -> sa.URL:
+    url = _database_url(raw, "--catalog", f"${PASSWORD_ENV} or --password-file")
     if url.get_backend_name() not in ("mysql", "mariadb", "postgresql"):
-        raise UsageError(f"unsupported catalog database {scheme!r}: use mysql://, mariadb:// or postgresql://")
+        scheme = raw.split(":", 1)[0]
+        raise UsageError(f"unsupported catalog database {scheme!r}: use mysql://, mariadb://, postgresql://, "
+                         "glue:// or thrift://")
     password = os.environ.get(PASSWORD_ENV)
     if password_file is not None:
         try:
@@ -104,9 +167,10 @@ def _progress(done: int, total: int) -> None:
 def format_report(report: RelocationReport) -> str:
     title = "dry run" if report.dry_run else report.status
     lines = [f"run {report.run_id} ({title}) on {report.catalog}: {report.old_prefix} -> {report.new_prefix}",
-             f"  {'kind':<18} {'rewritten':>10} {'skipped':>8} {'conflicted':>10} {'refused':>8}"]
+             f"  {'kind':<18} {'rewritten':>10} {'skipped':>8} {'conflicted':>10} {'refused':>8} {'failed':>7}"]
     for kind, c in sorted(report.counts.items(), key=lambda kv: kv[0].value):
-        lines.append(f"  {kind.value:<18} {c.rewritten:>10} {c.skipped:>8} {c.conflicted:>10} {c.refused:>8}")
+        lines.append(f"  {kind.value:<18} {c.rewritten:>10} {c.skipped:>8} {c.conflicted:>10} {c.refused:>8} "
+                     f"{c.failed:>7}")
     if report.sample:
         lines.append("sample:")
         lines += [f"  {old} -> {new}" for old, new in report.sample]
@@ -117,23 +181,56 @@ def format_report(report: RelocationReport) -> str:
         lines += [f"  {name}" for name in report.tables_touched]
     if report.conflicted:
         lines.append(f"{report.conflicted} value(s) changed by someone else during the run were left as they are")
+    if report.failed:
+        lines.append(f"{report.failed} value(s) could not be written (rerun to retry them):")
+    lines += [f"  {error}" for error in report.errors]
     lines.append(f"seconds: {report.seconds}")
     return "\n".join(lines)
 
 
+def _open_api_catalog(target: ApiTarget, args: argparse.Namespace):
+    if not 1 <= args.segments <= 10:
+        raise UsageError("--segments must be 1..10 (Glue's TotalSegments)")
+    if args.segments != 1 and target.scheme != "glue":
+        raise UsageError("--segments applies to glue:// catalogs only")
+    if (args.endpoint_url or args.skip_functions) and target.scheme != "glue":
+        raise UsageError("--endpoint-url and --skip-functions apply to glue:// catalogs only")
+    if args.chunk_size is not None and args.chunk_size < 1:
+        raise UsageError("--chunk-size must be at least 1")
+    journal = journal_url(args.journal_url)
+    if target.scheme == "glue":
+        from hivecat.catalog.glue import GlueCatalog
+
+        return GlueCatalog(target.host, catalog_id=target.catalog_id, endpoint_url=args.endpoint_url,
+                           journal_url=journal, segments=args.segments, functions=not args.skip_functions)
+    from hivecat.catalog.thrift import ThriftCatalog
+
+    try:
+        return ThriftCatalog(f"thrift://{target.host}:{target.port}", journal_url=journal)
+    except OSError as exc:
+        raise UsageError(f"cannot connect to thrift://{target.host}:{target.port}: {exc}") from None
+
+
+def _open_catalog(args: argparse.Namespace):
+    target = api_target(args.catalog)
+    if target is not None:
+        return _open_api_catalog(target, args)
+    url = catalog_url(args.catalog, args.password_file)
+    from hivecat.catalog.sql.catalog import SqlCatalog  # validated input first: fail fast
+    from hivecat.catalog.sql.schema import NotAMetastore
+
+    try:
+        return SqlCatalog(url, journal_schema=args.journal_schema)
+    except sa.exc.OperationalError as exc:
+        raise UsageError(f"cannot connect to {url.render_as_string(hide_password=True)}: {exc.orig}") from None
+    except NotAMetastore as exc:
+        raise UsageError(str(exc)) from None
+
+
 def run(args: argparse.Namespace) -> int:
     try:
-        url = catalog_url(args.catalog, args.password_file)
         request = None if (args.history or args.undo) else _request(args)
-        from hivecat.catalog.sql.catalog import SqlCatalog  # validated input first: fail fast
-        from hivecat.catalog.sql.schema import NotAMetastore
-
-        try:
-            catalog = SqlCatalog(url, journal_schema=args.journal_schema)
-        except sa.exc.OperationalError as exc:
-            raise UsageError(f"cannot connect to {url.render_as_string(hide_password=True)}: {exc.orig}") from None
-        except NotAMetastore as exc:
-            raise UsageError(str(exc)) from None
+        catalog = _open_catalog(args)
     except UsageError as exc:
         print(f"hivecat relocate: {exc}", file=sys.stderr)
         return 2
@@ -156,4 +253,4 @@ def run(args: argparse.Namespace) -> int:
     finally:
         catalog.close()
     print(json.dumps(report.to_dict(), indent=2) if args.output == "json" else format_report(report))
-    return EXIT_CONFLICTS if report.conflicted else 0
+    return EXIT_CONFLICTS if report.conflicted or report.failed else 0

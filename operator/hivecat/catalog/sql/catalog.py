@@ -10,14 +10,15 @@ from contextlib import contextmanager
 import sqlalchemy as sa
 
 from hivecat.catalog.journal import (
-    APPLIED, CONFLICTED, DONE, PLANNED, RUN_UNDONE, UNDO_CONFLICTED, UNDONE, UNDOING, Journal, request_to_json,
+    APPLIED, CONFLICTED, DONE, PLANNED, RUN_UNDONE, UNDO_CONFLICTED, UNDONE, UNDOING, Journal,
 )
 from hivecat.catalog.model import (
     DatabaseInfo, ObjectKind, PartitionInfo, Refusal, RelocationRefused, RelocationReport, RelocationRequest,
     RunSummary, Scope, TableInfo,
 )
 from hivecat.catalog.sql.relocation import (
-    Plan, Progress, count_in_scope, one_target_per_kind, sample_in_scope, swap, tables_in_scope, write_plan,
+    Plan, Progress, count_in_scope, one_target_per_kind, sample_in_scope, swap, tables_in_scope, too_long,
+    write_plan,
 )
 from hivecat.catalog.sql.schema import HmsSchema, detect_schema
 from hivecat.catalog.sql.targets import ScopeFilter, build_targets
@@ -36,12 +37,16 @@ class SqlCatalog:
                  hms_schema: str | None = None, engine: sa.Engine | None = None):
         self.url = sa.make_url(url)
         self.engine = engine or sa.create_engine(self.url, pool_pre_ping=True)
-        self.name = catalog_id(self.url)
         self.hive_catalog = hive_catalog
         if journal_schema == (self.url.database or "") and self.engine.dialect.name != "postgresql":
             raise ValueError("the journal must not live inside the HMS database")
         with self.engine.connect() as conn:
             self.schema: HmsSchema = detect_schema(conn, hms_schema)
+        if not self.schema.has_catalogs and hive_catalog != "hive":
+            raise ValueError(f"this metastore schema has no catalogs (before Hive 3): only 'hive' exists, "
+                             f"not {hive_catalog!r}")
+        # Journal runs, resume and the run lock belong to one HMS catalog: a run of another must not resume here.
+        self.name = catalog_id(self.url) + (f"#{hive_catalog}" if self.schema.has_catalogs else "")
         self.targets = build_targets(self.schema)
         self.journal = Journal(self.engine, journal_schema)
 
@@ -208,6 +213,10 @@ class SqlCatalog:
 
     def _scope_filter(self, conn: sa.Connection, scope: Scope) -> ScopeFilter:
         predicate = None
+        if self.schema.has_catalogs:
+            c = self.schema["CTLGS"]
+            if conn.execute(sa.select(c.c.CTLG_ID).where(c.c.NAME == self.hive_catalog)).first() is None:
+                raise RelocationRefused([Refusal("not-found", f"catalog {self.hive_catalog} does not exist")])
         if scope.database is not None:
             d = self.schema["DBS"]
             exists = conn.execute(sa.select(d.c.DB_ID).where(d.c.NAME == scope.database,
@@ -259,6 +268,44 @@ class SqlCatalog:
                 refusals.append(Refusal(reason, f"{qualified} {why[reason]}", qualified))
         return refusals
 
+    def _too_long(self, conn: sa.Connection, plan: Plan, limit: int = 10) -> list[Refusal]:
+        """Rows whose new value would not fit their column, named; the whole run is refused for them.
+
+        skip_refused leaves these in: the new prefix does not fit the schema, which is a property of the
+        request, not of a table; skipping them would silently split a database between two places.
+        """
+        s = self.schema
+        t, d = s["TBLS"], s["DBS"]
+        refusals = []
+        for row in too_long(conn, s, plan, limit):
+            kind, column = row.target.kind, f"{row.target.base.name}.{row.target.value}"
+            if row.tbl_id is not None:
+                owner = conn.execute(sa.select(d.c.NAME, t.c.TBL_NAME).join(d, d.c.DB_ID == t.c.DB_ID)
+                                     .where(t.c.TBL_ID == row.tbl_id)).one()
+                qualified, what = f"{owner[0]}.{owner[1]}", f"table {owner[0]}.{owner[1]}"
+            else:
+                qualified, what = None, self._untabled_object(conn, kind, row.key1)
+            refusals.append(Refusal(
+                "too-long",
+                f"{what} ({kind.value}): {column} would become {row.new_length} {row.limit.unit} long, more than "
+                f"the {row.limit.limit} the column holds: {row.old_value[:120]}; use a shorter new prefix",
+                qualified))
+        return refusals
+
+    def _untabled_object(self, conn: sa.Connection, kind: ObjectKind, key: int) -> str:
+        """Names a database, catalog or function (rows no table owns) for messages."""
+        s = self.schema
+        d = s["DBS"]
+        if kind is ObjectKind.CATALOG:
+            c = s["CTLGS"]
+            return f"catalog {conn.execute(sa.select(c.c.NAME).where(c.c.CTLG_ID == key)).scalar()}"
+        if kind is ObjectKind.FUNCTION_RESOURCE:
+            f = s["FUNCS"]
+            name = conn.execute(sa.select(d.c.NAME, f.c.FUNC_NAME).join(d, d.c.DB_ID == f.c.DB_ID)
+                                .where(f.c.FUNC_ID == key)).one()
+            return f"function {name[0]}.{name[1]}"
+        return f"database {conn.execute(sa.select(d.c.NAME).where(d.c.DB_ID == key)).scalar()}"
+
     def relocate(self, request: RelocationRequest, progress: Progress | None = None) -> RelocationReport:
         began = time.monotonic()
         try:
@@ -285,6 +332,10 @@ class SqlCatalog:
                     for kind, (n, _) in count_in_scope(conn, self.schema, only_refused).items():
                         report.count(kind).refused += n
                 plan = Plan(plan.targets, scope, old, new, plan.param_keys, refused_ids, request.chunk_size)
+                # Not a per-table safety refusal: skip_refused does not apply (see _too_long).
+                too_long_refusals = self._too_long(conn, plan)
+                if too_long_refusals:
+                    raise RelocationRefused(too_long_refusals)
                 for kind, (n, skipped) in count_in_scope(conn, self.schema, plan, rewrites=request.dry_run).items():
                     report.count(kind).skipped += skipped
                     if request.dry_run:
@@ -306,14 +357,9 @@ class SqlCatalog:
         """Plan and apply; resume the catalog's unfinished run when it is this same request."""
         by_kind = one_target_per_kind(self.targets)
         with self.engine.connect() as conn:
-            unfinished = self.journal.unfinished_run(conn, self.name)
-        if unfinished is not None and unfinished.request != request_to_json(request):
-            raise RelocationRefused([Refusal(
-                "unfinished-run",
-                f"run {unfinished.run_id} ({unfinished.old_prefix} -> {unfinished.new_prefix}) did not finish: "
-                f"rerun that same command to resume it, or undo it with --undo {unfinished.run_id}")])
-        if unfinished is not None:
-            run_id = unfinished.run_id
+            resumed = self.journal.resumable_run(conn, self.name, request)
+        if resumed is not None:
+            run_id = resumed
         elif plan.chunk_size is None:
             with self.engine.begin() as conn:  # plan and apply in one transaction: all or nothing
                 run_id = self.journal.new_run(conn, self.name, request)
@@ -357,11 +403,7 @@ class SqlCatalog:
         self.ensure_journal()
         with self._lock():
             with self.engine.connect() as conn:
-                run = self.journal.run(conn, run_id)
-            if run is None or run.catalog != self.name:
-                raise RelocationRefused([Refusal("not-found", f"no run {run_id} in the journal of {self.name}")])
-            if run.status == RUN_UNDONE:
-                raise RelocationRefused([Refusal("already-undone", f"run {run_id} was already undone")])
+                run = self.journal.undoable_run(conn, self.name, run_id)
             with self.engine.begin() as conn:  # all or nothing
                 self.journal.set_status(conn, run_id, UNDOING)
                 for target in one_target_per_kind(self.targets).values():

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 
 from hivecat.catalog.journal import APPLIED, CONFLICTED, PLANNED, UNDO_CONFLICTED, UNDONE, Journal
 from hivecat.catalog.model import ObjectKind
+from hivecat.catalog.sql.limits import Capacity, capacity
 from hivecat.catalog.sql.schema import HmsSchema
 from hivecat.catalog.sql.targets import ScopeFilter, Target
 from hivecat.locations.prefix import LocationPrefix, sql_match, sql_rewrite
@@ -130,6 +131,33 @@ def write_plan(conn: sa.Connection, s: HmsSchema, journal: Journal, run_id: str,
             ["run_id", "kind", "key1", "key2", "tbl_id", "chunk", "old_value", "new_value", "state"], rows))
 
 
+@dataclass(frozen=True)
+class TooLong:
+    """A row whose rewritten value would not fit its column."""
+
+    target: Target
+    key1: int
+    tbl_id: int | None
+    old_value: str
+    new_length: int
+    limit: Capacity
+
+
+def too_long(conn: sa.Connection, s: HmsSchema, plan: Plan, limit: int) -> list[TooLong]:
+    """Up to `limit` rows in scope whose new value exceeds its column's capacity (read from the schema)."""
+    found: list[TooLong] = []
+    for target in plan.targets:
+        cap = capacity(target.base.c[target.value], conn.dialect.name)
+        sub = _scoped(plan, target, s)
+        if cap is None or sub is None or len(found) >= limit:
+            continue
+        new_length = cap.length(sql_rewrite(sub.c.value, plan.old, plan.new))
+        rows = conn.execute(sa.select(sub.c.key1, sub.c.tbl_id, sub.c.value, new_length)
+                            .where(new_length > cap.limit).order_by(sub.c.key1, sub.c.key2).limit(limit - len(found)))
+        found += [TooLong(target, int(r[0]), r[1], r[2], int(r[3]), cap) for r in rows]
+    return found
+
+
 def one_target_per_kind(targets: list[Target]) -> dict[ObjectKind, Target]:
     """Apply and undo need one target per kind: they join its base table to journal entries by key,
     whichever owner path (table or partition) planned them."""
@@ -142,6 +170,8 @@ def swap(conn: sa.Connection, journal: Journal, target: Target, run_id: str, chu
 
     Forward: expects old_value, writes new_value, planned -> applied (leftovers: conflicted).
     Undo: expects new_value, writes old_value, applied -> undone (leftovers: undo-conflicted).
+    A value that would not fit its column is never written (relocate refuses such runs up front; this
+    covers a row that grew between that check and the plan): it stays behind as a leftover.
     """
     e, b = journal.entries, target.base
     expect, write = (e.c.new_value, e.c.old_value) if undo else (e.c.old_value, e.c.new_value)
@@ -153,6 +183,9 @@ def swap(conn: sa.Connection, journal: Journal, target: Target, run_id: str, chu
         selected.append(e.c.key2 == sa.cast(b.c[target.key2], sa.String(256)))
     if chunk is not None:
         selected.append(e.c.chunk == chunk)
+    cap = capacity(current, conn.dialect.name)
+    if cap is not None:
+        selected.append(cap.fits(write))
 
     if conn.dialect.name == "postgresql":
         moved = (sa.update(b).where(*selected, current == expect).values({current: write})

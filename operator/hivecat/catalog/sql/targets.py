@@ -27,7 +27,7 @@ class ScopeFilter:
     database: str | None
     table: str | None
     partition_predicate: Callable[[sa.FromClause], sa.ColumnElement[bool]] | None
-    catalog_name: str | None  # Hive 3+: the HMS catalog (CTLG_NAME) database scopes apply to
+    catalog_name: str | None  # Hive 3+: the HMS catalog (CTLG_NAME) every scope stays inside
 
     @property
     def whole_catalog(self) -> bool:
@@ -46,11 +46,12 @@ class Target:
 
 
 def _db_scope(s: HmsSchema, scope: ScopeFilter, dbs: sa.FromClause) -> list[sa.ColumnElement[bool]]:
+    # Every scope, the whole catalog included, stays inside its HMS catalog: database names repeat across them.
     conds = []
+    if s.has_catalogs and scope.catalog_name:
+        conds.append(dbs.c.CTLG_NAME == scope.catalog_name)
     if scope.database is not None:
         conds.append(dbs.c.NAME == scope.database)
-        if s.has_catalogs and scope.catalog_name:
-            conds.append(dbs.c.CTLG_NAME == scope.catalog_name)
     return conds
 
 
@@ -137,7 +138,8 @@ def _catalogs(s: HmsSchema, scope: ScopeFilter) -> sa.Select | None:
     if not scope.whole_catalog:
         return None
     b = s["CTLGS"].alias("b")
-    return sa.select(b.c.CTLG_ID, sa.literal(""), b.c.LOCATION_URI, NO_TABLE)
+    return (sa.select(b.c.CTLG_ID, sa.literal(""), b.c.LOCATION_URI, NO_TABLE)
+            .where(b.c.NAME == scope.catalog_name))
 
 
 def _functions(s: HmsSchema, scope: ScopeFilter) -> sa.Select | None:

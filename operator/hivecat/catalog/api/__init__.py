@@ -1,0 +1,1 @@
+"""Catalogs reached through an API without transactions (Glue, Thrift): one shared, journaled relocation driver."""

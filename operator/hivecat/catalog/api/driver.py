@@ -1,0 +1,396 @@
+"""The relocation driver for catalogs reached through an API without transactions (Glue, Thrift).
+
+A run: list the scope -> plan every changed value with `rebase` -> journal the planned entries (object
+identity, slot, old, new; grouped into chunks, one write call each) -> apply chunk by chunk: re-read the
+chunk's objects right before writing, write only values that still hold the planned old value (others are
+`conflicted`: reported, never clobbered), record the outcome in the journal. The backend's own checks
+(Glue's table VersionId) catch changes that land between that re-read and the write; for everything else a
+small window remains, documented in docs/relocate-consistency.md.
+
+A run that crashed resumes when the same request is rerun (a different request is refused while it is
+unfinished). Undo writes back old values only where the object still holds what the run wrote. One run per
+catalog at a time: a lock row in the journal database. A dry run reads only: no journal, no lock.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from hivecat.catalog.api.backend import ApiBackend, WriteRejected
+from hivecat.catalog.api.objects import (
+    DATABASE, FUNCTION, PARTITION, TABLE, ObjectRef, Slot, read_slots, with_slots,
+)
+from hivecat.catalog.journal import (
+    APPLIED, CONFLICTED, DONE, ENTRY_FAILED, FAILED, PLANNED, RUN_UNDONE, UNDO_CONFLICTED, UNDO_FAILED, UNDOING,
+    UNDONE, Journal,
+)
+from hivecat.catalog.model import (
+    DatabaseInfo, ObjectKind, PartitionInfo, Refusal, RelocationRefused, RelocationReport, RelocationRequest,
+    RunSummary, Scope, TableInfo,
+)
+from hivecat.locations.partition_filter import Expr, FilterError, evaluate, parse_filter
+from hivecat.locations.prefix import InvalidLocation, LocationPrefix, check_relocation, rebase
+
+
+Progress = Callable[[int, int], None]  # (chunks done, chunks total)
+PARAM_KINDS = frozenset({ObjectKind.SERDE_PARAM, ObjectKind.TABLE_PARAM, ObjectKind.PARTITION_PARAM})
+LOCK_TTL_SECONDS = 600  # renewed after every chunk; a crashed holder's lock is stale after this (at once on its host)
+
+
+def default_journal_url() -> str:
+    """A SQLite file under $XDG_STATE_HOME/hivecat (or ~/.local/state/hivecat)."""
+    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "hivecat"
+    state.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{state / 'journal.db'}"
+
+
+def refusal_reason(info: TableInfo, force_acid: bool) -> str | None:
+    """Why a table's locations must not be rewritten by a metastore update, if they must not."""
+    params = {k.lower(): v for k, v in info.parameters.items()}
+    if params.get("table_type", "").lower() == "iceberg" or "metadata_location" in params:
+        return "iceberg"
+    if params.get("transactional", "").lower() == "true" and not force_acid:
+        return "acid"
+    return None
+
+
+WHY_REFUSED = {
+    "iceberg": "is an Iceberg table: its metadata files hold absolute paths that a metastore rewrite cannot change",
+    "acid": "is a transactional (ACID) table: its delta directories and write ids are tied to the location "
+            "(use --force-acid after moving its data consistently)",
+}
+
+
+@dataclass
+class _Planned:
+    """A run's plan before it is journaled (or, for a dry run, reported)."""
+
+    rows: list[dict]
+    report: RelocationReport
+
+
+class ApiCatalog:
+    """The Catalog protocol over an ApiBackend; GlueCatalog and ThriftCatalog are this with their backend."""
+
+    def __init__(self, backend: ApiBackend, journal_url: str | None = None):
+        self.backend = backend
+        self.name = backend.name
+        self.engine = sa.create_engine(journal_url or default_journal_url())
+        self.journal = Journal(self.engine, None)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # --- reading ------------------------------------------------------------------------------------
+
+    def list_databases(self) -> Iterator[DatabaseInfo]:
+        for raw in self.backend.get_databases():
+            yield self.backend.database_info(raw)
+
+    def list_tables(self, database: str) -> Iterator[TableInfo]:
+        for raw in self.backend.get_tables(database):
+            yield self.backend.table_info(database, raw)
+
+    def _table(self, database: str, table: str) -> Any:
+        raw = self.backend.get_table(database, table)
+        if raw is None:
+            raise LookupError(f"table {database}.{table} does not exist")
+        return raw
+
+    def _partitions(self, database: str, table: Any, expr: Expr | None) -> Iterator[Any]:
+        keys = list(self.backend.partition_key_types(table))
+        for raw in self.backend.get_partitions(database, table, expr):
+            # Evaluated here too: a server-side filter is only ever a narrowing first pass.
+            if expr is None or evaluate(expr, dict(zip(keys, self.backend.partition_info(database, "", raw).values))):
+                yield raw
+
+    def list_partitions(self, database: str, table: str, partition_filter: str | None = None) -> Iterator[PartitionInfo]:
+        raw_table = self._table(database, table)
+        expr = parse_filter(partition_filter, self.backend.partition_key_types(raw_table)) if partition_filter else None
+        for raw in self._partitions(database, raw_table, expr):
+            yield self.backend.partition_info(database, table, raw)
+
+    # --- parameters (replica bookkeeping; not journaled) --------------------------------------------
+
+    def _change_params(self, database: str, table: str, partition_values: Sequence[str] | None,
+                       change: Callable[[dict[str, str]], dict[str, str]]) -> None:
+        raw_table = self._table(database, table)
+        if partition_values is None:
+            info = self.backend.table_info(database, raw_table)
+            new = self.backend.with_params(raw_table, change(dict(info.parameters)))
+            self.backend.write(ObjectRef(TABLE, database, table), new, raw_table)
+            return
+        values = tuple(partition_values)
+        raw = self.backend.reread_partitions(database, table, [values]).get(values)
+        if raw is None:
+            raise LookupError(f"partition {list(values)} of {database}.{table} does not exist")
+        info = self.backend.partition_info(database, table, raw)
+        rejected = self.backend.write_partitions(database, table,
+                                                 [self.backend.with_params(raw, change(dict(info.parameters)))])
+        if rejected:
+            raise next(iter(rejected.values()))
+
+    def set_params(self, database: str, table: str, params: Mapping[str, str],
+                   partition_values: Sequence[str] | None = None) -> None:
+        self._change_params(database, table, partition_values, lambda current: {**current, **params})
+
+    def remove_params(self, database: str, table: str, keys: Sequence[str],
+                      partition_values: Sequence[str] | None = None) -> None:
+        self._change_params(database, table, partition_values,
+                            lambda current: {k: v for k, v in current.items() if k not in set(keys)})
+
+    # --- planning -----------------------------------------------------------------------------------
+
+    def _check_scope(self, scope: Scope) -> tuple[list[Any], Any | None, Expr | None]:
+        """(databases in scope, the scoped table, the parsed filter); refuses unknown names and bad filters."""
+        if scope.database is None:
+            return list(self.backend.get_databases()), None, None
+        database = self.backend.get_database(scope.database)
+        if database is None:
+            raise RelocationRefused([Refusal("not-found", f"database {scope.database} does not exist")])
+        if scope.table is None:
+            return [database], None, None
+        table = self.backend.get_table(scope.database, scope.table)
+        if table is None:
+            raise RelocationRefused([Refusal("not-found", f"table {scope.database}.{scope.table} does not exist")])
+        expr = None
+        if scope.partition_filter:
+            try:
+                expr = parse_filter(scope.partition_filter, self.backend.partition_key_types(table))
+            except FilterError as exc:
+                raise RelocationRefused([Refusal("invalid-filter", str(exc))]) from None
+        return [database], table, expr
+
+    def _objects(self, scope: Scope, databases: list[Any], table: Any | None,
+                 expr: Expr | None) -> Iterator[tuple[ObjectRef, Any, TableInfo | None]]:
+        """Every object in scope, with the table it belongs to (for refusals), in write order."""
+        for raw_db in databases:
+            db = self.backend.database_info(raw_db).name
+            if scope.table is None:
+                yield ObjectRef(DATABASE, db), raw_db, None
+                for raw_fn in self.backend.get_functions(db):
+                    yield ObjectRef(FUNCTION, db, self.backend.function_name(raw_fn)), raw_fn, None
+            for raw_table in [table] if table is not None else self.backend.get_tables(db):
+                info = self.backend.table_info(db, raw_table)
+                if scope.partition_filter is None:
+                    yield ObjectRef(TABLE, db, info.name), raw_table, info
+                if info.partition_keys:
+                    for raw in self._partitions(db, raw_table, expr):
+                        values = self.backend.partition_info(db, info.name, raw).values
+                        yield ObjectRef(PARTITION, db, info.name, values), raw, info
+
+    def _plan(self, request: RelocationRequest, old: LocationPrefix, new: LocationPrefix) -> _Planned:
+        databases, table, expr = self._check_scope(request.scope)
+        report = RelocationReport("", self.name, request.old_prefix, request.new_prefix, request.dry_run)
+        rows: list[dict] = []
+        refused: dict[str, Refusal] = {}
+        batch_size = request.chunk_size or self.backend.batch_size  # partitions re-read and written together
+        chunk, batch_table, batch_count = -1, None, 0
+        for ref, raw, info in self._objects(request.scope, databases, table, expr):
+            changes = []
+            for slot, value in read_slots(self.backend.places[ref.type], raw).items():
+                moved = rebase(value, old, new)
+                if moved is None:
+                    continue
+                if slot.kind in PARAM_KINDS and slot.key not in request.param_keys:
+                    report.count(slot.kind).skipped += 1
+                    continue
+                changes.append((slot, value, moved))
+            if not changes:
+                continue
+            reason = refusal_reason(info, request.force_acid) if info is not None else None
+            if reason is not None:
+                refused.setdefault(info.qualified_name, Refusal(
+                    reason, f"{info.qualified_name} {WHY_REFUSED[reason]}", info.qualified_name))
+                for slot, _, _ in changes:
+                    report.count(slot.kind).refused += 1
+                continue
+            # One chunk per write: a database, table or function alone; up to batch_size partitions of a table.
+            if ref.type != PARTITION or batch_table != ref.table or batch_count >= batch_size:
+                chunk, batch_count = chunk + 1, 0
+            batch_table = ref.table if ref.type == PARTITION else None
+            batch_count += 1
+            for slot, value, moved in changes:
+                rows.append({"kind": slot.kind.value, "key1": len(rows), "key2": slot.key, "object": ref.to_json(),
+                             "chunk": chunk, "old_value": value, "new_value": moved, "state": PLANNED})
+                if request.dry_run:
+                    report.count(slot.kind).rewritten += 1
+                    report.add_sample(value, moved)
+        report.refusals = list(refused.values())
+        if report.refusals and not request.skip_refused:
+            raise RelocationRefused(report.refusals)
+        if request.dry_run:
+            report.tables_touched = sorted({ObjectRef.from_json(r["object"]).table for r in rows} - {None})
+        return _Planned(rows, report)
+
+    # --- running ------------------------------------------------------------------------------------
+
+    @contextmanager
+    def _lock(self) -> Iterator[None]:
+        self.journal.ensure(locks=True)  # the journal's own tables: not a write to the catalog
+        if not self.journal.acquire_lock(self.name, LOCK_TTL_SECONDS):
+            raise RelocationRefused([Refusal("locked", f"another hivecat run holds catalog {self.name}")])
+        try:
+            yield
+        finally:
+            self.journal.release_lock(self.name)
+
+    def relocate(self, request: RelocationRequest, progress: Progress | None = None) -> RelocationReport:
+        began = time.monotonic()
+        try:
+            old, new = check_relocation(request.old_prefix, request.new_prefix, request.allow_scheme_change)
+        except InvalidLocation as exc:
+            raise RelocationRefused([Refusal(exc.reason, str(exc))]) from None
+        if request.chunk_size is not None and request.chunk_size < 1:
+            raise RelocationRefused([Refusal("invalid-chunk-size", "--chunk-size must be at least 1")])
+        if request.dry_run:
+            report = self._plan(request, old, new).report
+            report.run_id, report.status = "dry-run", "dry-run"
+            report.seconds = round(time.monotonic() - began, 3)
+            return report
+        with self._lock():
+            with self.engine.connect() as conn:
+                resumed = self.journal.resumable_run(conn, self.name, request)
+            if resumed is not None:  # planned before the crash: apply what is left
+                run_id = resumed
+                report = RelocationReport("", self.name, request.old_prefix, request.new_prefix, False)
+            else:
+                planned = self._plan(request, old, new)
+                report = planned.report
+                with self.engine.begin() as conn:
+                    run_id = self.journal.new_run(conn, self.name, request)
+                    self.journal.add_entries(conn, [{"run_id": run_id, **row} for row in planned.rows])
+            self._apply(run_id, report, undo=False, progress=progress)
+            self._finish(report, run_id, APPLIED, CONFLICTED, ENTRY_FAILED)
+            report.seconds = round(time.monotonic() - began, 3)
+            with self.engine.begin() as conn:
+                self.journal.set_status(conn, run_id, FAILED if report.failed else DONE, report.to_dict())
+            return report
+
+    def undo(self, run_id: str) -> RelocationReport:
+        began = time.monotonic()
+        with self._lock():
+            with self.engine.connect() as conn:
+                run = self.journal.undoable_run(conn, self.name, run_id)
+            with self.engine.begin() as conn:
+                self.journal.set_status(conn, run_id, UNDOING)
+            report = RelocationReport("", self.name, run.new_prefix, run.old_prefix, False, status="undone")
+            self._apply(run_id, report, undo=True)
+            self._finish(report, run_id, UNDONE, UNDO_CONFLICTED, UNDO_FAILED)
+            report.seconds = round(time.monotonic() - began, 3)
+            if not report.failed:  # otherwise it stays `undoing`: rerun the undo to retry what failed
+                with self.engine.begin() as conn:
+                    self.journal.set_status(conn, run_id, RUN_UNDONE)
+            return report
+
+    def history(self) -> list[RunSummary]:
+        self.journal.ensure(locks=True)
+        with self.engine.connect() as conn:
+            return self.journal.history(conn, self.name)
+
+    def _apply(self, run_id: str, report: RelocationReport, *, undo: bool, progress: Progress | None = None) -> None:
+        # Undo also looks at planned entries: a crash between a write and its journal update leaves them so.
+        states = (APPLIED, UNDO_FAILED, PLANNED) if undo else (PLANNED,)
+        with self.engine.connect() as conn:
+            chunks = self.journal.pending_chunks(conn, run_id, states)
+        for done, chunk in enumerate(chunks, 1):
+            with self.engine.connect() as conn:
+                rows = self.journal.chunk_entries(conn, run_id, chunk, states)
+            outcome = self._swap(rows, report, undo=undo)
+            with self.engine.begin() as conn:
+                self.journal.set_states(conn, run_id, outcome)
+            self.journal.renew_lock(self.name, LOCK_TTL_SECONDS)
+            if progress:
+                progress(done, len(chunks))
+
+    def _reread(self, refs: list[ObjectRef]) -> dict[ObjectRef, Any]:
+        """The chunk's objects as they are now (absent: gone)."""
+        if refs[0].type == PARTITION:
+            found = self.backend.reread_partitions(refs[0].database, refs[0].name, [r.values for r in refs])
+            return {r: found[r.values] for r in refs if r.values in found}
+        read = {DATABASE: lambda r: self.backend.get_database(r.database),
+                TABLE: lambda r: self.backend.get_table(r.database, r.name),
+                FUNCTION: lambda r: self.backend.get_function(r.database, r.name)}
+        return {r: raw for r in refs if (raw := read[r.type](r)) is not None}
+
+    def _swap(self, rows: Sequence[sa.Row], report: RelocationReport, *, undo: bool) -> dict[int, str]:
+        """Write one chunk: each entry's value moves only where the object still holds the expected one.
+
+        Forward expects old and writes new; undo expects new and writes old. Returns key1 -> new state.
+        """
+        done, conflict, failed = (UNDONE, UNDO_CONFLICTED, UNDO_FAILED) if undo else (APPLIED, CONFLICTED, ENTRY_FAILED)
+        by_ref: dict[ObjectRef, list[sa.Row]] = {}
+        for row in rows:
+            by_ref.setdefault(ObjectRef.from_json(row.object), []).append(row)
+        current = self._reread(list(by_ref))
+        states: dict[int, str] = {}
+        writes: list[tuple[ObjectRef, Any, Any, list[int]]] = []
+        for ref, entries in by_ref.items():
+            raw = current.get(ref)
+            slots = read_slots(self.backend.places[ref.type], raw) if raw is not None else {}
+            changes: dict[Slot, str] = {}
+            pending: list[int] = []
+            for row in entries:
+                expect, write = (row.new_value, row.old_value) if undo else (row.old_value, row.new_value)
+                value = slots.get(Slot(ObjectKind(row.kind), row.key2))
+                if raw is not None and value == expect:
+                    changes[Slot(ObjectKind(row.kind), row.key2)] = write
+                    pending.append(row.key1)
+                elif undo and row.state == PLANNED:
+                    continue  # never written by this run: nothing to restore
+                elif raw is not None and value == write:
+                    states[row.key1] = done  # an earlier attempt of this run wrote it
+                else:
+                    states[row.key1] = conflict
+                    report.add_error(f"{ref.to_json()} {row.kind} {row.key2}: changed meanwhile "
+                                     f"(expected {expect!r}, found {value!r})")
+            if changes:
+                writes.append((ref, with_slots(self.backend.places[ref.type], raw, changes), raw, pending))
+        rejected = self._write(writes)
+        for ref, rejection in rejected.items():
+            report.add_error(f"{ref.to_json()}: {rejection}")
+        for ref, _, _, pending in writes:
+            rejection = rejected.get(ref)
+            state = done if rejection is None else conflict if rejection.conflict else failed
+            states.update({key1: state for key1 in pending})
+        return states
+
+    def _write(self, writes: list[tuple[ObjectRef, Any, Any, list[int]]]) -> dict[ObjectRef, WriteRejected]:
+        rejected: dict[ObjectRef, WriteRejected] = {}
+        partitions = [(ref, new) for ref, new, _, _ in writes if ref.type == PARTITION]
+        if partitions:
+            first = partitions[0][0]
+            by_values = self.backend.write_partitions(first.database, first.name, [new for _, new in partitions])
+            rejected.update({ref: by_values[ref.values] for ref, _ in partitions if ref.values in by_values})
+        for ref, new, old, _ in writes:
+            if ref.type != PARTITION:
+                try:
+                    self.backend.write(ref, new, old)
+                except WriteRejected as exc:
+                    rejected[ref] = exc
+        return rejected
+
+    def _finish(self, report: RelocationReport, run_id: str, done: str, conflict: str, failed: str) -> None:
+        report.run_id = run_id
+        with self.engine.connect() as conn:
+            for (kind, state), n in self.journal.state_counts(conn, run_id).items():
+                counts = report.count(ObjectKind(kind))
+                if state == done:
+                    counts.rewritten += n
+                elif state == conflict:
+                    counts.conflicted += n
+                elif state == failed:
+                    counts.failed += n
+            report.sample = self.journal.sample(conn, run_id, report.SAMPLE_SIZE)
+            tables = {ObjectRef.from_json(text).table for text in self.journal.objects(conn, run_id, done)}
+        report.tables_touched = sorted(tables - {None})
+        if report.failed:
+            report.status = "partial"
