@@ -14,6 +14,7 @@ catalog at a time: a lock row in the journal database. A dry run reads only: no 
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -29,7 +30,7 @@ from hivecat.catalog.api.objects import (
     DATABASE, FUNCTION, PARTITION, TABLE, ObjectRef, Slot, read_slots, with_slots,
 )
 from hivecat.catalog.journal import (
-    APPLIED, CONFLICTED, DONE, ENTRY_FAILED, FAILED, PLANNED, RUN_UNDONE, UNDO_CONFLICTED, UNDO_FAILED, UNDOING,
+    APPLIED, CONFLICTED, DONE, ENTRY_FAILED, FAILED, PLANNED, RUN_UNDONE, RUNNING, UNDO_CONFLICTED, UNDO_FAILED, UNDOING,
     UNDONE, Journal,
 )
 from hivecat.catalog.model import (
@@ -261,19 +262,33 @@ class ApiCatalog:
                 resumed = self.journal.resumable_run(conn, self.name, request)
             if resumed is not None:  # planned before the crash: apply what is left
                 run_id = resumed
-                report = RelocationReport("", self.name, request.old_prefix, request.new_prefix, False)
+                report = self._planned_report(run_id, request)
             else:
                 planned = self._plan(request, old, new)
                 report = planned.report
                 with self.engine.begin() as conn:
                     run_id = self.journal.new_run(conn, self.name, request)
                     self.journal.add_entries(conn, [{"run_id": run_id, **row} for row in planned.rows])
+                    # What only planning knows (skipped, refused), for the report of a resumed run.
+                    self.journal.set_status(conn, run_id, RUNNING, report.to_dict())
             self._apply(run_id, report, undo=False, progress=progress)
             self._finish(report, run_id, APPLIED, CONFLICTED, ENTRY_FAILED)
             report.seconds = round(time.monotonic() - began, 3)
             with self.engine.begin() as conn:
                 self.journal.set_status(conn, run_id, FAILED if report.failed else DONE, report.to_dict())
             return report
+
+    def _planned_report(self, run_id: str, request: RelocationRequest) -> RelocationReport:
+        """A resumed run's report, starting from the skipped and refused counts its planning recorded."""
+        report = RelocationReport("", self.name, request.old_prefix, request.new_prefix, False)
+        with self.engine.connect() as conn:
+            saved = self.journal.run(conn, run_id).report
+        planned = json.loads(saved) if saved else {}
+        for kind, counts in planned.get("counts", {}).items():
+            report.count(ObjectKind(kind)).skipped = counts["skipped"]
+            report.count(ObjectKind(kind)).refused = counts["refused"]
+        report.refusals = [Refusal(**refusal) for refusal in planned.get("refusals", [])]
+        return report
 
     def undo(self, run_id: str) -> RelocationReport:
         began = time.monotonic()
