@@ -1,0 +1,216 @@
+"""Relocation speed: hivecat vs a bare SQL UPDATE, Hive's metatool and Thrift alter_partitions; Glue call count.
+
+One run builds a partitioned table in a real HMS 2.3 schema on MariaDB (see relocate_support/hms_rows.py),
+copies it once per contender, moves every location from hdfs://old-nn:8020/warehouse to
+hdfs://new-nn:8020/warehouse with each contender on its own identical copy, checks each result, and
+prints the figures side by side. Targets (issue 3): hivecat <= 3x the bare UPDATE at 1,000,000 partitions;
+metatool >= 50x slower than hivecat at 100,000; Glue writes <= ceil(P/100) + a constant.
+
+    python benchmarks/relocate.py            # full size: 1,000,000 / 100,000 / 10,000 / 5,000
+    python benchmarks/relocate.py --small    # seconds; checks that everything works
+
+MariaDB comes from HIVECAT_TEST_MYSQL_URL (default: the `hivecat` user `make setup` creates). Every
+database, process and file the run creates is removed at the end, also when it fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from hivecat.local.scratch_db import create_database, drop_database
+from relocate_support import hms_rows
+from relocate_support.contenders import floor_update, hivecat_relocate, metatool_update_location, thrift_alter_partitions
+from relocate_support.glue_calls import count_glue_calls
+
+SERVER_URL = os.environ.get("HIVECAT_TEST_MYSQL_URL", "mysql+pymysql://hivecat:hivecat@127.0.0.1:3306")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    partitions: int           # hivecat vs the bare UPDATE
+    metatool_partitions: int  # metatool vs hivecat (and the table Thrift works on)
+    thrift_partitions: int    # moved through alter_partitions
+    thrift_batch: int
+    glue_partitions: int
+
+
+FULL = Sizes(1_000_000, 100_000, 10_000, 1000, 5000)
+SMALL = Sizes(2000, 1000, 200, 100, 250)
+
+
+def parse_args(argv: list[str] | None = None) -> Sizes:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--small", action="store_true", help="a quick run at small sizes")
+    for field, what in (("partitions", "partitions for hivecat vs the bare UPDATE"),
+                        ("metatool-partitions", "partitions for metatool vs hivecat"),
+                        ("thrift-partitions", "partitions moved with alter_partitions"),
+                        ("thrift-batch", "partitions per alter_partitions call"),
+                        ("glue-partitions", "partitions in the Glue table")):
+        parser.add_argument(f"--{field}", type=int, help=what)
+    args = parser.parse_args(argv)
+    base = SMALL if args.small else FULL
+    sizes = Sizes(*(getattr(args, f) or getattr(base, f) for f in base.__dataclass_fields__))
+    if min(sizes.__dict__.values()) < 1:
+        parser.error("every size must be at least 1")
+    if sizes.thrift_partitions > sizes.metatool_partitions:
+        parser.error("--thrift-partitions must not exceed --metatool-partitions (Thrift works on that table)")
+    return sizes
+
+
+class Scratch:
+    """Every database the run creates, dropped at the end."""
+
+    def __init__(self, run: str):
+        self.run = run
+        self.names: list[str] = []
+
+    def name(self, role: str) -> str:
+        name = f"hcb_{self.run}_{role}"
+        self.names.append(name)
+        return name
+
+    def drop_all(self) -> None:
+        for name in reversed(self.names):
+            drop_database(SERVER_URL, name)
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def timed(what: str, action):
+    began = time.monotonic()
+    result = action()
+    log(f"  {what}: {time.monotonic() - began:.1f} s")
+    return result
+
+
+def build(scratch: Scratch, template: str, role: str, partitions: int, copies: list[str]) -> list[str]:
+    """The table with `partitions` partitions, in one database per copy role; their names."""
+    names = [scratch.name(f"{role}_{copy}") for copy in copies]
+    first = names[0]
+    hms_rows.copy_database(SERVER_URL, template, first)
+    timed(f"{first}: {partitions} partitions", lambda: hms_rows.fill_partitions(
+        hms_rows.database_url(SERVER_URL, first), partitions))
+    hms_rows.verify_built(hms_rows.database_url(SERVER_URL, first), partitions)
+    for name in names[1:]:
+        timed(f"{name}: copy", lambda name=name: hms_rows.copy_database(SERVER_URL, first, name))
+        hms_rows.verify_built(hms_rows.database_url(SERVER_URL, name), partitions)
+    return names
+
+
+def verified(name: str, partitions: int, who: str) -> None:
+    hms_rows.verify_relocated(hms_rows.database_url(SERVER_URL, name), partitions, who)
+
+
+def thrift_figures(scratch: Scratch, sizes: Sizes, workdir: Path) -> tuple[str, dict]:
+    """A real HMS creates its schema and the table; the empty table is kept as the template of every
+    other copy, then HMS's own database gets the mid-size table and Thrift moves part of it.
+
+    The HMS stops before anything else is timed. Returns the template's name and the figures.
+    """
+    schema, template = scratch.name("thrift"), scratch.name("template")
+    create_database(SERVER_URL, schema)
+    m, t = sizes.metatool_partitions, sizes.thrift_partitions
+    server = hms_rows.metastore_server(SERVER_URL, schema, workdir / "hms", heap="2g")
+    timed("HMS start (creates its schema)", server.start)
+    try:
+        hms_rows.create_table_through_thrift(server)
+        hms_rows.copy_database(SERVER_URL, schema, template)
+        url = hms_rows.database_url(SERVER_URL, schema)
+        timed(f"{schema}: {m} partitions", lambda: hms_rows.fill_partitions(url, m))
+        hms_rows.verify_built(url, m)
+        thrift = timed(f"Thrift alter_partitions, {t} of {m} in batches of {sizes.thrift_batch}",
+                       lambda: thrift_alter_partitions(server, t, sizes.thrift_batch))
+    finally:
+        server.stop()
+    check = hms_rows.check_locations(url)
+    if (check.at_new, check.at_old) != (t, m - t):
+        raise AssertionError(f"Thrift alter_partitions left a wrong result: {check}")
+    per_1k = 1000 * thrift.alter_seconds / t
+    return template, dict(thrift_partitions=t, thrift_batch=thrift.batch, thrift_s_per_1k=round(per_1k, 3),
+                          thrift_with_reads_s_per_1k=round(1000 * thrift.total_seconds / t, 3),
+                          thrift_extrapolated_s=round(per_1k * sizes.partitions / 1000, 1))
+
+
+def run(sizes: Sizes, workdir: Path) -> dict:
+    scratch = Scratch(uuid.uuid4().hex[:8])
+    figures: dict = {"partitions": sizes.partitions}
+    try:
+        template, thrift = thrift_figures(scratch, sizes, workdir)
+        figures.update(thrift)
+        # The bare UPDATE gets the copy written last (the warmest cache): the comparison favours it.
+        big_hivecat, big_floor = build(scratch, template, "big", sizes.partitions, ["hivecat", "floor"])
+        floor_s = timed(f"bare UPDATE, {sizes.partitions}", lambda: floor_update(SERVER_URL, big_floor))
+        verified(big_floor, sizes.partitions, "the bare UPDATE")
+        hivecat = timed(f"hivecat, {sizes.partitions}",
+                        lambda: hivecat_relocate(SERVER_URL, big_hivecat, scratch.name("journal_big")))
+        verified(big_hivecat, sizes.partitions, "hivecat")
+        figures.update(hivecat_s=round(hivecat.seconds, 3), floor_s=round(floor_s, 3),
+                       hivecat_over_floor=round(hivecat.seconds / floor_s, 2))
+
+        m = sizes.metatool_partitions
+        mid_metatool, mid_hivecat, mid_floor = build(scratch, template, "mid", m, ["metatool", "hivecat", "floor"])
+        metatool_s = timed(f"metatool, {m}", lambda: metatool_update_location(SERVER_URL, mid_metatool, workdir))
+        verified(mid_metatool, m, "metatool")
+        hivecat_mid = timed(f"hivecat, {m}",
+                            lambda: hivecat_relocate(SERVER_URL, mid_hivecat, scratch.name("journal_mid")))
+        verified(mid_hivecat, m, "hivecat")
+        floor_mid_s = timed(f"bare UPDATE, {m}", lambda: floor_update(SERVER_URL, mid_floor))
+        verified(mid_floor, m, "the bare UPDATE")
+        figures.update(metatool_partitions=m, metatool_s=round(metatool_s, 3),
+                       hivecat_100k_s=round(hivecat_mid.seconds, 3), floor_100k_s=round(floor_mid_s, 3),
+                       metatool_over_hivecat=round(metatool_s / hivecat_mid.seconds, 1))
+    finally:
+        scratch.drop_all()
+    report_sql(figures, hivecat)
+
+    glue = timed(f"Glue on moto, {sizes.glue_partitions}", lambda: count_glue_calls(workdir, sizes.glue_partitions))
+    figures.update(glue_partitions=glue.partitions, glue_writes_5000=glue.writes, glue_min_batches=glue.batches,
+                   glue_writes_over_batches=glue.writes - glue.batches, glue_calls=sum(glue.calls.values()))
+    print(f"Glue, {glue.partitions} partitions: {glue.writes} writes = ceil(P/100) {glue.batches} "
+          f"+ {glue.writes - glue.batches}; all calls: {dict(sorted(glue.calls.items()))}")
+    return figures
+
+
+def report_sql(figures: dict, hivecat) -> None:
+    f = figures
+    print(f"{f['partitions']:>9} partitions  hivecat {f['hivecat_s']:.2f} s   bare UPDATE {f['floor_s']:.2f} s   "
+          f"hivecat/floor {f['hivecat_over_floor']:.2f}x (target <= 3x)")
+    print(f"{f['metatool_partitions']:>9} partitions  metatool {f['metatool_s']:.2f} s   hivecat {f['hivecat_100k_s']:.2f} s"
+          f"   bare UPDATE {f['floor_100k_s']:.2f} s   metatool/hivecat {f['metatool_over_hivecat']:.1f}x "
+          f"(target >= 50x)")
+    print(f"Thrift alter_partitions: {f['thrift_s_per_1k']:.2f} s per 1k partitions "
+          f"({f['thrift_with_reads_s_per_1k']:.2f} s with the re-read of each batch; {f['thrift_partitions']} moved "
+          f"in batches of {f['thrift_batch']}); extrapolated, not measured: {f['thrift_extrapolated_s']:.0f} s "
+          f"for {f['partitions']}")
+    print(f"hivecat's slowest statements at {f['partitions']} partitions:")
+    for seconds, statement in hivecat.statements[:6]:
+        print(f"  {seconds:7.2f} s  {statement[:160]}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    sizes = parse_args(argv)
+    # A plain kill runs the clean-up too (HMS and moto run in sessions of their own, so no signal reaches them).
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    workdir = Path(tempfile.mkdtemp(prefix="hivecat-bench-relocate-"))
+    try:
+        figures = run(sizes, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(json.dumps(figures, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

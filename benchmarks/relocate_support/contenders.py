@@ -1,0 +1,124 @@
+"""The ways to move every location from OLD_ROOT to NEW_ROOT in an HMS database, each timed on its own copy."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from hivecat.catalog.model import RelocationRequest
+from hivecat.catalog.sql.catalog import SqlCatalog
+from hivecat.local.metastore import MetastoreServer
+from hivecat.local.scratch_db import drop_database
+from relocate_support.hms_rows import DATABASE, NEW_ROOT, OLD_ROOT, TABLE, metastore_server
+
+METATOOL_MAIN_CLASS = "org.apache.hadoop.hive.metastore.tools.HiveMetaTool"
+
+
+@dataclass
+class HivecatRun:
+    seconds: float
+    rewritten: int
+    statements: list[tuple[float, str]] = field(default_factory=list)  # (seconds, SQL), slowest first
+
+
+def hivecat_relocate(server_url: str, name: str, journal_schema: str) -> HivecatRun:
+    """hivecat's SQL backend: one transaction, journal on. Times relocate() only, not connecting."""
+    url = sa.make_url(server_url).set(database=name)
+    catalog = SqlCatalog(url, journal_schema=journal_schema)
+    statements: list[tuple[float, str]] = []
+
+    @sa.event.listens_for(catalog.engine, "before_cursor_execute")
+    def _began(conn, cursor, statement, parameters, context, executemany):
+        conn.info["statement_began"] = time.monotonic()
+
+    @sa.event.listens_for(catalog.engine, "after_cursor_execute")
+    def _ended(conn, cursor, statement, parameters, context, executemany):
+        statements.append((time.monotonic() - conn.info.pop("statement_began"), " ".join(statement.split())))
+
+    try:
+        began = time.monotonic()
+        report = catalog.relocate(RelocationRequest(OLD_ROOT, NEW_ROOT))
+        seconds = time.monotonic() - began
+    finally:
+        catalog.close()
+        drop_database(server_url, journal_schema)
+    if report.conflicted:
+        raise AssertionError(f"hivecat reported {report.conflicted} conflicts on data nobody else touched")
+    return HivecatRun(seconds, report.rewritten, sorted(statements, reverse=True))
+
+
+def _anchored_like(prefix: str) -> str:
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"{escaped}/%"
+
+
+def floor_update(server_url: str, name: str) -> float:
+    """The least any SQL rewrite can do: anchored set-based UPDATEs, no journal, no compare-and-set.
+
+    The HMS database is latin1_bin, so = and LIKE compare bytes: as exact as hivecat's match here.
+    """
+    engine = sa.create_engine(sa.make_url(server_url).set(database=name))
+    try:
+        began = time.monotonic()
+        with engine.begin() as conn:
+            for table, column in (("SDS", "LOCATION"), ("DBS", "DB_LOCATION_URI")):
+                conn.execute(sa.text(
+                    f"UPDATE {table} SET {column} = CONCAT(:new, SUBSTRING({column}, :rest)) "
+                    f"WHERE {column} = :old OR {column} LIKE :under"),
+                    {"new": NEW_ROOT, "rest": len(OLD_ROOT) + 1, "old": OLD_ROOT, "under": _anchored_like(OLD_ROOT)})
+        return time.monotonic() - began
+    finally:
+        engine.dispose()
+
+
+def metatool_update_location(server_url: str, name: str, workdir: Path) -> float:
+    """Hive's own `metatool -updateLocation NEW OLD`, from the jars and hive-site HMS itself uses.
+
+    Timed as an operator runs it: JVM start, DataNucleus setup and the update (its start-up is a few
+    seconds of the total).
+    """
+    command = metastore_server(server_url, name, workdir, heap="4g", schema_exists=True).command(
+        METATOOL_MAIN_CLASS, ["-updateLocation", NEW_ROOT, OLD_ROOT])
+    log = workdir / "metatool.log"
+    with open(log, "wb") as out:  # it prints every location it changed
+        began = time.monotonic()
+        result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir)
+        seconds = time.monotonic() - began
+    if result.returncode != 0:
+        tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-30:])
+        raise RuntimeError(f"metatool exited with {result.returncode}:\n{tail}")
+    return seconds
+
+
+@dataclass(frozen=True)
+class ThriftRun:
+    partitions: int
+    batch: int
+    alter_seconds: float  # alter_partitions calls only
+    total_seconds: float  # with the re-read of each batch before it is written
+
+
+def thrift_alter_partitions(server: MetastoreServer, count: int, batch: int) -> ThriftRun:
+    """Through the running HMS, the first `count` partitions moved with alter_partitions in batches,
+    each batch re-read first (get_partitions_by_names), as a Thrift relocation must."""
+    from hmsclient import hmsclient
+
+    with hmsclient.HMSClient(host="127.0.0.1", port=server.port) as client:
+        names = client.get_partition_names(DATABASE, TABLE, count)
+        if len(names) != count:
+            raise AssertionError(f"HMS lists {len(names)} partitions, expected {count}")
+        altering = 0.0
+        began = time.monotonic()
+        for start in range(0, count, batch):
+            parts = client.get_partitions_by_names(DATABASE, TABLE, names[start:start + batch])
+            for part in parts:
+                part.sd.location = NEW_ROOT + part.sd.location[len(OLD_ROOT):]
+            call = time.monotonic()
+            client.alter_partitions(DATABASE, TABLE, parts)
+            altering += time.monotonic() - call
+        total = time.monotonic() - began
+    return ThriftRun(count, batch, altering, total)
