@@ -9,10 +9,16 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hivecat.copy import Copier, CopyInputError, CopyOptions, Storage, load_plan, single_unit_plan
-from hivecat.copy.storage import CREDENTIALS_DIR_ENV, ENDPOINT_ENVS, S3Settings
-from hivecat.copy.summary import RunSummary
+# Only light modules at the top: every `hivecat` command builds this parser. The engine (pyarrow,
+# jsonschema) is imported when distcp runs.
+from hivecat.copy.errors import CopyInputError
+from hivecat.copy.storage import CREDENTIALS_DIR_ENV, ENDPOINT_ENVS, S3Settings, Storage
+
+if TYPE_CHECKING:
+    from hivecat.copy.copier import Copier
+    from hivecat.copy.summary import RunSummary
 
 EXIT_FAILED_UNITS, EXIT_USAGE = 1, 2
 
@@ -35,7 +41,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="local: threads in this process; spark: Spark executors; auto: by size (default)")
     p.add_argument("--verify", choices=("size", "checksum"), default="size",
                    help="size: up to date when size and recorded source mtime match, copies checked by size; "
-                        "checksum: content checksums (sha256) on both sides (default: size)")
+                        "checksum: content checksums (CRC32C) on both sides, copies re-read and checked "
+                        "(default: size)")
     p.add_argument("--parallelism", type=int, metavar="N", help="concurrent copy tasks")
     p.add_argument("--bandwidth", type=float, metavar="MBps", help="limit per copy task, in MB/s")
     p.add_argument("--delete", action="store_true",
@@ -45,6 +52,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _copier(args: argparse.Namespace) -> Copier:
+    from hivecat.copy.copier import Copier, CopyOptions
+    from hivecat.copy.plan import load_plan, single_unit_plan
+
     if args.plan is not None:
         if args.target:
             raise CopyInputError("--to goes with --from, not with --plan")

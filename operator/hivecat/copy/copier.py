@@ -10,7 +10,6 @@ crashed run is removed first; a rerun copies only what is missing.
 
 from __future__ import annotations
 
-import dataclasses
 import secrets
 import time
 from collections.abc import Callable
@@ -224,7 +223,7 @@ class Copier:
             stat = work.source_files[path]
             old = recorded.get(path)
             checksum = work.checksums.get(path) or (old.checksum if old else None)
-            entries[path] = (dataclasses.replace(old, checksum=checksum) if old else
+            entries[path] = (old._replace(checksum=checksum) if old else
                              FileEntry(path, stat.size, stat.mtime_ns, checksum, None, now, self.run_id))
         for result in results:
             if not result.task.carry:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from typing import NamedTuple
 
 from pyarrow import fs as pafs
 
@@ -13,14 +14,15 @@ from hivecat.copy.storage import Location
 STAGING_PREFIX = ".hivecat-staging-"
 
 
-@dataclass(frozen=True)
-class FileStat:
+class FileStat(NamedTuple):  # a tuple: units hold tens of thousands
     size: int
     mtime_ns: int
 
 
 def list_files(filesystem: pafs.FileSystem, unit: Location) -> dict[str, FileStat]:
     """Every file below `unit` by relative path, without our own manifest and staging."""
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        return _list_local(unit.path)
     selector = pafs.FileSelector(unit.path, recursive=True, allow_not_found=True)
     files = {}
     for info in filesystem.get_file_info(selector):
@@ -30,6 +32,32 @@ def list_files(filesystem: pafs.FileSystem, unit: Location) -> dict[str, FileSta
         if relative == MANIFEST_NAME or relative.startswith(STAGING_PREFIX):
             continue
         files[relative] = FileStat(info.size, info.mtime_ns or 0)
+    return files
+
+
+def _list_local(root: str) -> dict[str, FileStat]:
+    """As pyarrow lists a local tree (symlinks followed, broken ones left out), with os.scandir: about
+    two thirds of pyarrow's time here, as no FileInfo objects are made. A no-change rerun is mostly
+    this listing."""
+    files: dict[str, FileStat] = {}
+
+    def walk(directory: str, prefix: str) -> None:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                relative = prefix + entry.name
+                if relative == MANIFEST_NAME or relative.startswith(STAGING_PREFIX):
+                    continue
+                if entry.is_dir():
+                    walk(entry.path, relative + "/")
+                elif entry.is_file():
+                    stat = entry.stat()
+                    files[relative] = FileStat(stat.st_size, stat.st_mtime_ns)
+
+    try:
+        walk(root, "")
+    except FileNotFoundError:
+        if os.path.lexists(root):  # something below vanished while listing: let the caller see it
+            raise
     return files
 
 

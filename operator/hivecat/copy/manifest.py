@@ -7,20 +7,19 @@ manifest is written last.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, NamedTuple
 
 from hivecat.copy import documents
 
 MANIFEST_NAME = "_hivecat_manifest.json"
 
 
-@dataclass(frozen=True)
-class FileEntry:
+class FileEntry(NamedTuple):  # a tuple: a manifest holds one per file, tens of thousands
     path: str              # relative to the unit, "/"-separated
     size: int
     source_mtime_ns: int
-    checksum: str | None   # "sha256:<hex>" when computed
+    checksum: str | None   # "crc32c:<hex>" when computed (older manifests: "sha256:<hex>")
     etag: str | None       # the copy's S3 ETag, for server-side copies
     copied_at: str
     run_id: str
@@ -35,8 +34,8 @@ class UnitManifest:
     files: tuple[FileEntry, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        document = {"version": documents.VERSION, **asdict(self)}
-        document["files"] = [asdict(f) for f in self.files]
+        document = {"version": documents.VERSION, **{f.name: getattr(self, f.name) for f in fields(self)}}
+        document["files"] = [f._asdict() for f in self.files]
         return document
 
     def by_path(self) -> dict[str, FileEntry]:

@@ -20,11 +20,13 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from pyarrow import fs as pafs
-
 from hivecat.copy.errors import CopyInputError
+
+if TYPE_CHECKING:
+    from pyarrow import fs as pafs
 
 CREDENTIALS_DIR_ENV = "HIVECAT_S3_CREDENTIALS_DIR"
 ENDPOINT_ENVS = ("HIVECAT_S3_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
@@ -50,6 +52,8 @@ class S3Settings:
         return cls(endpoint, region, access, secret, token)
 
     def filesystem(self) -> pafs.S3FileSystem:
+        from pyarrow import fs as pafs  # here, not at the top: the CLI reads this module's names at startup
+
         options: dict[str, object] = {"region": self.region}
         if self.endpoint:
             parsed = urlparse(self.endpoint)
@@ -167,6 +171,8 @@ class Storage:
 
 @functools.lru_cache(maxsize=16)
 def _filesystem(s3: S3Settings, scheme: str, authority: str) -> pafs.FileSystem:
+    from pyarrow import fs as pafs
+
     if scheme == "file":
         return pafs.LocalFileSystem()
     if scheme == "s3":
