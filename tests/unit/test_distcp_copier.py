@@ -14,7 +14,7 @@ from support.copy_trees import read_manifest, read_tree, write_tree
 from hivecat.copy import Copier, CopyOptions, LocalEngine
 from hivecat.copy import commit as commit_module
 from hivecat.copy.documents import UNIT_MANIFEST, validate
-from hivecat.copy.engines import balanced_batches
+from hivecat.copy.engines import SMALL_PLAN_BYTES_PER_CORE, balanced_batches, batch_count
 from hivecat.copy.listing import STAGING_PREFIX
 from hivecat.copy.manifest import MANIFEST_NAME
 from hivecat.copy.plan import plan_from_document, single_unit_plan
@@ -245,6 +245,17 @@ def test_balanced_batches_spread_bytes() -> None:
     batches = balanced_batches(tasks, 3)
     assert sorted(t.relpath for b in batches for t in b) == sorted(t.relpath for t in tasks)
     assert max(sum(t.size for t in b) for b in batches) <= 110
+
+
+def test_spark_runs_one_task_per_core_for_small_plans_and_four_for_large_ones() -> None:
+    def tasks(copied: int, carried: int) -> list[FileTask]:
+        return [FileTask(0, "a", None, None, copied, 0), FileTask(0, "b", None, None, carried, 0, carry=True)]
+
+    just_under = 2 * SMALL_PLAN_BYTES_PER_CORE - 1
+    assert batch_count(tasks(just_under, 0), cores=2) == 2
+    assert batch_count(tasks(just_under, 10 * SMALL_PLAN_BYTES_PER_CORE), cores=2) == 2  # hard links: not counted
+    assert batch_count(tasks(just_under + 1, 0), cores=2) == 8
+    assert batch_count([], cores=3) == 3
 
 
 def test_source_changed_during_copy_fails_the_unit(tmp_path: Path, monkeypatch) -> None:

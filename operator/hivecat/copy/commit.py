@@ -31,7 +31,8 @@ _AT_FDCWD, _RENAME_EXCHANGE = -100, 2
 
 
 def write_manifest(filesystem: pafs.FileSystem, unit: Location, manifest: UnitManifest) -> None:
-    data = json.dumps(manifest.to_dict(), indent=1, sort_keys=True).encode()
+    # compact: with `indent` json uses its pure-Python encoder (~3x slower on 20,000 entries)
+    data = json.dumps(manifest.to_dict(), separators=(",", ":"), sort_keys=True).encode()
     with filesystem.open_output_stream(unit.child(MANIFEST_NAME).path) as out:
         out.write(data)
 

@@ -23,10 +23,10 @@ from hivecat.copy import commit
 from hivecat.copy.engines import Engine, choose_engine
 from hivecat.copy.errors import CopyInputError
 from hivecat.copy.listing import STAGING_PREFIX, FileStat, ManifestUnreadable, current_manifest, list_files
-from hivecat.copy.manifest import FileEntry, UnitManifest
+from hivecat.copy.manifest import FileEntry, RecordedFiles, UnitManifest, recorded_entry
 from hivecat.copy.plan import Plan, Unit
 from hivecat.copy.storage import Location, Storage
-from hivecat.copy.summary import DONE, FAILED, SKIPPED, RunSummary, UnitResult
+from hivecat.copy.summary import DONE, FAILED, RunSummary, UnitResult
 from hivecat.copy.transfer import FileResult, FileTask, TransferOptions, hash_file
 
 # (files done, files total, bytes done, bytes total)
@@ -52,9 +52,9 @@ class UnitWork:
     staging: Location
     source_files: dict[str, FileStat] = field(default_factory=dict)
     target_files: dict[str, FileStat] = field(default_factory=dict)
-    manifest: UnitManifest | None = None
+    manifest: RecordedFiles | None = None                   # the target's current manifest entries
     to_copy: list[str] = field(default_factory=list)
-    up_to_date: list[str] = field(default_factory=list)
+    up_to_date: list[str] = field(default_factory=list)      # in listing order
     extras: list[str] = field(default_factory=list)          # in the target only
     checksums: dict[str, str] = field(default_factory=dict)  # computed while deciding
     result: UnitResult | None = None
@@ -119,19 +119,22 @@ class Copier:
             work.manifest = current_manifest(target_fs, unit.target, work.target_files)
         except ManifestUnreadable as exc:
             return self._fail(work, str(exc))
-        recorded = work.manifest.by_path() if work.manifest else {}
-        same_size = [p for p, stat in work.source_files.items()
-                     if p in work.target_files and work.target_files[p].size == stat.size]
+        source, target = work.source_files, work.target_files
         if self.options.verify == "checksum":
-            work.checksums = self._checksums_if_equal(unit, same_size)
-            fresh = set(work.checksums)
-        else:
-            fresh = {p for p in same_size
-                     if p in recorded and (recorded[p].size, recorded[p].source_mtime_ns)
-                     == (work.source_files[p].size, work.source_files[p].mtime_ns)}
-        work.up_to_date = sorted(fresh)
-        work.to_copy = sorted(set(work.source_files) - fresh)
-        work.extras = sorted(set(work.target_files) - set(work.source_files))
+            work.checksums = self._checksums_if_equal(
+                unit, [p for p, stat in source.items() if p in target and target[p].size == stat.size])
+            work.up_to_date = [p for p in source if p in work.checksums]
+        else:  # a current manifest's entries are all in the target with their size (current_manifest)
+            recorded = work.manifest or {}
+            work.up_to_date = [p for p, (size, mtime_ns) in source.items()
+                               if (entry := recorded.get(p)) is not None
+                               and entry["size"] == size and entry["source_mtime_ns"] == mtime_ns]
+        # a no-change rerun over tens of thousands of files ends here: no sets, no sorting
+        if len(work.up_to_date) < len(source):
+            fresh = set(work.up_to_date)
+            work.to_copy = sorted(p for p in source if p not in fresh)
+        if len(target) > len(work.up_to_date):  # else the target holds the up-to-date files alone
+            work.extras = sorted(p for p in target if p not in source)
         return work
 
     def _checksums_if_equal(self, unit: Unit, paths: list[str]) -> dict[str, str]:
@@ -217,11 +220,11 @@ class Copier:
 
     def _manifest(self, work: UnitWork, results: list[FileResult]) -> UnitManifest:
         now = _now()
-        recorded = work.manifest.by_path() if work.manifest else {}
+        recorded = work.manifest or {}
         entries = {}
         for path in work.up_to_date:
             stat = work.source_files[path]
-            old = recorded.get(path)
+            old = recorded_entry(recorded[path]) if path in recorded else None
             checksum = work.checksums.get(path) or (old.checksum if old else None)
             entries[path] = (old._replace(checksum=checksum) if old else
                              FileEntry(path, stat.size, stat.mtime_ns, checksum, None, now, self.run_id))

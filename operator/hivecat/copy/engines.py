@@ -21,6 +21,7 @@ Progress = Callable[[int, int], None]  # (files done, bytes done)
 # `auto` starts Spark (and pays for its JVM) only for plans too big for one process.
 AUTO_SPARK_BYTES = 64 * 1024**3
 AUTO_SPARK_FILES = 200_000
+SMALL_PLAN_BYTES_PER_CORE = 1024**3
 
 
 class Engine(Protocol):
@@ -70,7 +71,7 @@ class SparkEngine:
         if not tasks:
             return []
         context = self.session.sparkContext
-        batches = balanced_batches(tasks, 4 * (self.parallelism or context.defaultParallelism))
+        batches = balanced_batches(tasks, batch_count(tasks, self.parallelism or context.defaultParallelism))
         files_done, bytes_done = context.accumulator(0), context.accumulator(0)
         rdd = context.parallelize(batches, len(batches)).flatMap(
             partial(_copy_batch, options, files_done, bytes_done))
@@ -100,6 +101,14 @@ def _copy_batch(options: TransferOptions, files_done, bytes_done, batch: list[Fi
 def _watch(stop: threading.Event, files_done, bytes_done, progress: Progress) -> None:
     while not stop.wait(0.5):
         progress(files_done.value, bytes_done.value)
+
+
+def batch_count(tasks: Sequence[FileTask], cores: int) -> int:
+    """Spark tasks for a plan: one per core while it copies under SMALL_PLAN_BYTES_PER_CORE per core (each
+    Spark task has a fixed cost that small plans do not amortize: measured 0.50 -> 0.58x `cp -r` on
+    2,000 x 256 KiB), else 4 per core, so that one slow executor does not hold up the end."""
+    copied = sum(t.size for t in tasks if not t.carry)  # carried files are hard links: next to free
+    return cores if copied < cores * SMALL_PLAN_BYTES_PER_CORE else 4 * cores
 
 
 def balanced_batches(tasks: Sequence[FileTask], count: int) -> list[list[FileTask]]:

@@ -8,7 +8,7 @@ from typing import NamedTuple
 from pyarrow import fs as pafs
 
 from hivecat.copy.documents import DocumentError
-from hivecat.copy.manifest import MANIFEST_NAME, UnitManifest, parse_manifest
+from hivecat.copy.manifest import MANIFEST_NAME, RecordedFiles, parse_recorded_files
 from hivecat.copy.storage import Location
 
 STAGING_PREFIX = ".hivecat-staging-"
@@ -66,9 +66,10 @@ class ManifestUnreadable(Exception):
 
 
 def current_manifest(filesystem: pafs.FileSystem, unit: Location,
-                     target_files: dict[str, FileStat]) -> UnitManifest | None:
-    """The unit's manifest if it is current: present, valid, and every file it lists is there with its
-    size. Otherwise None: the unit counts as absent (e.g. an object-store commit that did not finish)."""
+                     target_files: dict[str, FileStat]) -> RecordedFiles | None:
+    """The entries of the unit's manifest if it is current: present, valid, and every file it lists is
+    there with its size. Otherwise None: the unit counts as absent (e.g. an object-store commit that
+    did not finish)."""
     path = unit.child(MANIFEST_NAME).path
     try:
         with filesystem.open_input_stream(path) as stream:
@@ -80,11 +81,11 @@ def current_manifest(filesystem: pafs.FileSystem, unit: Location,
             return None
         raise ManifestUnreadable(f"cannot read {unit.child(MANIFEST_NAME).uri}: {exc}") from None
     try:
-        manifest = parse_manifest(text, unit.child(MANIFEST_NAME).uri)
+        recorded = parse_recorded_files(text, unit.child(MANIFEST_NAME).uri)
     except DocumentError as exc:  # not ours to overwrite blindly (e.g. written by a newer hivecat)
         raise ManifestUnreadable(str(exc)) from None
-    for entry in manifest.files:
-        present = target_files.get(entry.path)
-        if present is None or present.size != entry.size:
+    for path, entry in recorded.items():
+        present = target_files.get(path)
+        if present is None or present.size != entry["size"]:
             return None
-    return manifest
+    return recorded

@@ -38,15 +38,21 @@ class UnitManifest:
         document["files"] = [f._asdict() for f in self.files]
         return document
 
-    def by_path(self) -> dict[str, FileEntry]:
-        return {f.path: f for f in self.files}
-
 
 def manifest_from_document(document: dict[str, Any]) -> UnitManifest:
     body = {k: v for k, v in document.items() if k != "version"}
-    body["files"] = tuple(FileEntry(**f) for f in body["files"])
+    body["files"] = tuple(recorded_entry(f) for f in body["files"])
     return UnitManifest(**body)
 
 
-def parse_manifest(text: bytes, where: str) -> UnitManifest:
-    return manifest_from_document(documents.parse(documents.UNIT_MANIFEST, text, where))
+RecordedFiles = dict[str, dict[str, Any]]  # a manifest's file entries as read (JSON objects), by path
+
+
+def parse_recorded_files(text: bytes, where: str) -> RecordedFiles:
+    """A validated manifest's entries, left as parsed: a no-change rerun compares them with the listing
+    directly, and FileEntry tuples are made (`recorded_entry`) only for units that are rewritten."""
+    return {f["path"]: f for f in documents.parse(documents.UNIT_MANIFEST, text, where)["files"]}
+
+
+def recorded_entry(entry: dict[str, Any]) -> FileEntry:
+    return FileEntry(**entry)
