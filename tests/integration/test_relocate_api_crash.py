@@ -9,7 +9,7 @@ once) and reports counts that add up; `--undo RUN_ID` restores the exact prior s
 The subprocess runs hivecat's CLI through tests/support/paced_cli.py, which sleeps before each partition
 write (a slow link, so the kill lands between two chunks whatever the machine's speed) and counts the
 partitions it writes. The journal is read with plain sqlite3, not with hivecat's own journal code. The Glue
-lake, its dump and expected state come from test_relocate_glue (grown to 600 partitions); the HMS state is
+lake, its dump and expected state come from support.glue_lake (grown to 600 partitions); the HMS state is
 compared as a full SQL dump of every location column and parameter (support.location_dump).
 """
 
@@ -30,12 +30,11 @@ from pathlib import Path
 import pytest
 from hmsclient.genthrift.hive_metastore.ttypes import Database, FieldSchema, Partition
 
-import test_relocate_glue as glue_tests  # the Glue and Thrift backends' own test lakes and builders
-import test_relocate_thrift as thrift_tests
 from hivecat.locations.prefix import rebase
+from support import glue_lake
+from support.hms_tables import hive_table
 from support.location_dump import dump_locations
 from support.services import unique_name
-from test_relocate_glue import lake  # noqa: F401  (a fixture, found by name)
 
 PACED_CLI = Path(__file__).resolve().parents[1] / "support" / "paced_cli.py"
 PACE_SECONDS = 0.2
@@ -178,13 +177,15 @@ GLUE_PARTITIONS, GLUE_CHUNK = 600, 50
 
 
 @pytest.fixture
-def glue_lake(lake):
+def sales_lake(moto):
     """The Glue backend tests' lake (sales: events with 250 partitions, dim, tables outside the prefix; other:
     out of scope, under the same prefix), with events grown to 600 partitions."""
+    lake = moto.client("glue")
+    glue_lake.build_lake(lake)
     entries = []
-    for i in range(glue_tests.PARTITIONS, GLUE_PARTITIONS):
-        location = f"{glue_tests.OLD}/sales.db/events/dt=extra-{i:04d}"
-        entries.append({"Values": [f"extra-{i:04d}"], "StorageDescriptor": glue_tests._sd(location),
+    for i in range(glue_lake.PARTITIONS, GLUE_PARTITIONS):
+        location = f"{glue_lake.OLD}/sales.db/events/dt=extra-{i:04d}"
+        entries.append({"Values": [f"extra-{i:04d}"], "StorageDescriptor": glue_lake.storage_descriptor(location),
                         "Parameters": {"path": location}})
     for start in range(0, len(entries), 100):  # AWS's BatchCreatePartition limit
         answer = lake.batch_create_partition(DatabaseName="sales", TableName="events",
@@ -193,18 +194,18 @@ def glue_lake(lake):
     return lake
 
 
-def test_glue_killed_run_resumes_refuses_others_and_undo_restores(glue_lake, moto, tmp_path: Path) -> None:
-    old, new = glue_tests.OLD, glue_tests.NEW
+def test_glue_killed_run_resumes_refuses_others_and_undo_restores(sales_lake, moto, tmp_path: Path) -> None:
+    old, new = glue_lake.OLD, glue_lake.NEW
     journal = tmp_path / "journal.db"
     common = ["--catalog", f"glue://{moto.region}", "--endpoint-url", moto.endpoint,
               "--journal-url", f"sqlite:///{journal}", "--skip-functions"]
 
     def dump() -> dict:
-        return glue_tests.as_json(glue_tests.dump(glue_lake))
+        return glue_lake.as_json(glue_lake.dump(sales_lake))
     before = dump()
     partitions = {k for k in before if k.startswith("sales.events/")}
     assert len(partitions) == GLUE_PARTITIONS
-    expected_after = glue_tests.moved(before, {"sales", "sales.events", "sales.dim"} | partitions)
+    expected_after = glue_lake.moved(before, {"sales", "sales.events", "sales.dim"} | partitions)
 
     def moved_partitions() -> int:
         return sum(1 for k, p in dump().items()
@@ -233,7 +234,7 @@ def hms_lake(hive_metastore, tmp_path: Path):
     old, db = f"file:{tmp_path}/old", unique_name("hc_crash")
     with hive_metastore.client() as hms:
         hms.create_database(Database(name=db, locationUri=f"{old}/{db}.db", parameters={}))
-        events = thrift_tests._table(db, "events", f"{old}/{db}.db/events", keys=[FieldSchema("n", "int", "")],
+        events = hive_table(db, "events", f"{old}/{db}.db/events", keys=[FieldSchema("n", "int", "")],
                                      params={"path": f"{old}/{db}.db/events"}, serde={"path": f"{old}/{db}.db/events"})
         hms.create_table(events)
         parts = []
@@ -243,7 +244,7 @@ def hms_lake(hive_metastore, tmp_path: Path):
             parts.append(Partition(values=[str(n)], dbName=db, tableName="events", sd=sd,
                                    parameters={"path": sd.location, "note": sd.location}))
         hms.add_partitions(parts)
-        hms.create_table(thrift_tests._table(db, "beside", f"{old}/{db}.db/beside"))
+        hms.create_table(hive_table(db, "beside", f"{old}/{db}.db/beside"))
     yield old, db
     with hive_metastore.client() as hms:
         hms.drop_database(db, True, True)

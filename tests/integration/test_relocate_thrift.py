@@ -10,33 +10,17 @@ from pathlib import Path
 
 import pytest
 from hmsclient.genthrift.hive_metastore.ttypes import (
-    Database, FieldSchema, Function, FunctionType, Partition, PrincipalType, ResourceType, ResourceUri, SerDeInfo,
-    StorageDescriptor, Table,
+    Database, FieldSchema, Function, FunctionType, Partition, PrincipalType, ResourceType, ResourceUri,
 )
 
 from hivecat import cli
 from hivecat.catalog.model import ObjectKind, RelocationRefused, RelocationRequest, Scope
 from hivecat.catalog.thrift import ThriftCatalog
+from support.hms_tables import hive_table, storage_descriptor
 from support.services import unique_name
 
 PARTITIONS = 60
-PARQUET = ("org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
-           "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
-           "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe")
 VOLATILE = {"transient_lastDdlTime"}
-
-
-def _sd(location: str, serde: dict | None = None) -> StorageDescriptor:
-    return StorageDescriptor(cols=[FieldSchema("v", "string", "")], location=location, inputFormat=PARQUET[0],
-                             outputFormat=PARQUET[1], compressed=False, numBuckets=-1, bucketCols=[], sortCols=[],
-                             serdeInfo=SerDeInfo(serializationLib=PARQUET[2], parameters=dict(serde or {})),
-                             parameters={})
-
-
-def _table(db: str, name: str, location: str, *, keys: list[FieldSchema] | None = None,
-           params: dict | None = None, serde: dict | None = None) -> Table:
-    return Table(tableName=name, dbName=db, owner="hive", sd=_sd(location, serde), partitionKeys=keys or [],
-                 parameters={"EXTERNAL": "TRUE", **(params or {})}, tableType="EXTERNAL_TABLE")
 
 
 def _day(i: int) -> str:
@@ -49,16 +33,16 @@ def lake(hive_metastore, tmp_path: Path):
     old, new, db = f"file:{tmp_path}/old", f"file:{tmp_path}/new", unique_name("hc_thrift")
     with hive_metastore.client() as hms:
         hms.create_database(Database(name=db, locationUri=f"{old}/{db}.db", parameters={}))
-        hms.create_table(_table(db, "events", f"{old}/{db}.db/events",
+        hms.create_table(hive_table(db, "events", f"{old}/{db}.db/events",
                                 keys=[FieldSchema("dt", "string", ""), FieldSchema("n", "int", "")],
                                 params={"path": f"{old}/{db}.db/events", "comment": f"{old}/x"},
                                 serde={"path": f"{old}/{db}.db/events"}))
         hms.add_partitions([Partition(values=[_day(i), str(i)], dbName=db, tableName="events",
-                                      sd=_sd(f"{old}/{db}.db/events/dt={_day(i)}/n={i}"),
+                                      sd=storage_descriptor(f"{old}/{db}.db/events/dt={_day(i)}/n={i}"),
                                       parameters={"path": f"{old}/{db}.db/events/dt={_day(i)}/n={i}"})
                             for i in range(PARTITIONS)])
-        hms.create_table(_table(db, "dim", f"{old}/{db}.db/dim"))
-        hms.create_table(_table(db, "outside", f"file:{tmp_path}/elsewhere/outside"))
+        hms.create_table(hive_table(db, "dim", f"{old}/{db}.db/dim"))
+        hms.create_table(hive_table(db, "outside", f"file:{tmp_path}/elsewhere/outside"))
         hms.create_function(Function(functionName="udf", dbName=db, className="x.Udf", ownerName="hive",
                                      ownerType=PrincipalType.USER, createTime=0, functionType=FunctionType.JAVA,
                                      resourceUris=[ResourceUri(ResourceType.JAR, f"{old}/jars/udf.jar")]))
@@ -173,7 +157,7 @@ def test_partition_changed_between_plan_and_write_is_kept(hive_metastore, lake, 
 def test_every_refusal_changes_nothing(hive_metastore, lake, journal_url, make_request, reason) -> None:
     old, new, db = lake
     with hive_metastore.client() as hms:
-        hms.create_table(_table(db, "ice", f"{old}/{db}.db/ice", params={"table_type": "ICEBERG"}))
+        hms.create_table(hive_table(db, "ice", f"{old}/{db}.db/ice", params={"table_type": "ICEBERG"}))
     before = dump(hive_metastore, db)
     with pytest.raises(RelocationRefused) as refused:
         thrift_catalog(hive_metastore, journal_url).relocate(make_request(old, new, db))
