@@ -234,12 +234,23 @@ def test_non_strict_mariadb_really_truncates(shape):
         engine.dispose()
 
 
-def test_a_value_that_grew_after_the_check_is_left_alone_not_truncated(shape, open_catalog, monkeypatch):
-    """The race window between the up-front check and the plan: the write itself never overflows."""
+@pytest.mark.parametrize("chunk_size", [None, 2], ids=["one-transaction", "chunked"])
+def test_a_value_that_grew_after_the_check_is_left_alone_not_truncated(shape, open_catalog, monkeypatch, chunk_size):
+    """Should the length check miss a value, the write itself never overflows: the compare-and-set paths
+    leave the row behind as conflicted; MariaDB's one-transaction fast path rolls the whole run back."""
     location = _lengthen_a_partition(shape, 3990)
     catalog = open_catalog("hive", strict=False)
-    monkeypatch.setattr(SqlCatalog, "_too_long", lambda self, conn, plan, limit=10: [])  # the check missed it
-    report = catalog.relocate(RelocationRequest(OLD, LONGER))
+    monkeypatch.setattr(SqlCatalog, "_too_long", lambda self, *args, **kwargs: [])  # the check missed it
+    request = RelocationRequest(OLD, LONGER, chunk_size=chunk_size)
+    if shape.dialect == "mariadb" and chunk_size is None:
+        before = shape.dump()
+        with pytest.raises(RelocationRefused) as refused:
+            catalog.relocate(request)
+        assert [r.reason for r in refused.value.refusals] == ["changed-during-run"]
+        assert shape.dump() == before
+        assert catalog.history() == []
+        return
+    report = catalog.relocate(request)
     assert report.count(ObjectKind.PARTITION).conflicted == 1
     assert report.count(ObjectKind.PARTITION).rewritten == 1
     kept = {p.values: p.location for p in catalog.list_partitions("sales", "events")}

@@ -17,8 +17,8 @@ from hivecat.catalog.model import (
     RunSummary, Scope, TableInfo,
 )
 from hivecat.catalog.sql.relocation import (
-    Plan, Progress, count_in_scope, one_target_per_kind, sample_in_scope, swap, tables_in_scope, too_long,
-    write_plan,
+    Plan, Progress, count_in_scope, one_target_per_kind, rewrite_planned, sample_in_scope, swap, tables_in_scope,
+    too_long, too_long_planned, write_plan,
 )
 from hivecat.catalog.sql.schema import HmsSchema, detect_schema
 from hivecat.catalog.sql.targets import ScopeFilter, build_targets
@@ -268,16 +268,20 @@ class SqlCatalog:
                 refusals.append(Refusal(reason, f"{qualified} {why[reason]}", qualified))
         return refusals
 
-    def _too_long(self, conn: sa.Connection, plan: Plan, limit: int = 10) -> list[Refusal]:
+    def _too_long(self, conn: sa.Connection, plan: Plan, limit: int = 10, run_id: str | None = None) -> list[Refusal]:
         """Rows whose new value would not fit their column, named; the whole run is refused for them.
 
+        With a run_id, read from the run's fresh plan in the journal (same transaction: a refusal rolls the
+        plan back); without (dry run), recomputed over the scope.
         skip_refused leaves these in: the new prefix does not fit the schema, which is a property of the
         request, not of a table; skipping them would silently split a database between two places.
         """
         s = self.schema
         t, d = s["TBLS"], s["DBS"]
         refusals = []
-        for row in too_long(conn, s, plan, limit):
+        rows = (too_long(conn, s, plan, limit) if run_id is None
+                else too_long_planned(conn, self.journal, plan, run_id, limit))
+        for row in rows:
             kind, column = row.target.kind, f"{row.target.base.name}.{row.target.value}"
             if row.tbl_id is not None:
                 owner = conn.execute(sa.select(d.c.NAME, t.c.TBL_NAME).join(d, d.c.DB_ID == t.c.DB_ID)
@@ -332,10 +336,8 @@ class SqlCatalog:
                     for kind, (n, _) in count_in_scope(conn, self.schema, only_refused).items():
                         report.count(kind).refused += n
                 plan = Plan(plan.targets, scope, old, new, plan.param_keys, refused_ids, request.chunk_size)
-                # Not a per-table safety refusal: skip_refused does not apply (see _too_long).
-                too_long_refusals = self._too_long(conn, plan)
-                if too_long_refusals:
-                    raise RelocationRefused(too_long_refusals)
+                if request.dry_run:  # a real run checks its plan instead (_plan)
+                    self._refuse_too_long(conn, plan)
                 for kind, (n, skipped) in count_in_scope(conn, self.schema, plan, rewrites=request.dry_run).items():
                     report.count(kind).skipped += skipped
                     if request.dry_run:
@@ -346,31 +348,60 @@ class SqlCatalog:
                     report.tables_touched = tables_in_scope(conn, self.schema, plan)
                     report.seconds = round(time.monotonic() - began, 3)
                     return report
-            run_id = self._run(request, plan, progress)
-            self._finish_report(report, run_id, APPLIED, CONFLICTED)
+            run_id, applied = self._run(request, plan, progress)
+            self._finish_report(report, run_id, APPLIED, CONFLICTED, applied)
             report.seconds = round(time.monotonic() - began, 3)
             with self.engine.begin() as conn:
                 self.journal.set_status(conn, run_id, DONE, report.to_dict())
             return report
 
-    def _run(self, request: RelocationRequest, plan: Plan, progress: Progress | None) -> str:
-        """Plan and apply; resume the catalog's unfinished run when it is this same request."""
+    def _refuse_too_long(self, conn: sa.Connection, plan: Plan, run_id: str | None = None) -> None:
+        # Not a per-table safety refusal: skip_refused does not apply (see _too_long).
+        refusals = self._too_long(conn, plan, run_id=run_id)
+        if refusals:
+            raise RelocationRefused(refusals)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sa.Connection]:
+        """One transaction, at REPEATABLE READ on MySQL/MariaDB whatever the server's default: there a
+        plan's INSERT ... SELECT takes shared locks on the rows it reads, held until commit."""
+        with self.engine.connect() as conn:
+            if self.engine.dialect.name != "postgresql":
+                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                yield conn
+
+    def _plan(self, conn: sa.Connection, request: RelocationRequest, plan: Plan,
+              state: str = PLANNED) -> tuple[str, dict[ObjectKind, int]]:
+        """A new run with its plan journaled, refused (rolled back with the caller's transaction) when a
+        new value would not fit its column."""
+        run_id = self.journal.new_run(conn, self.name, request)
+        planned = write_plan(conn, self.schema, self.journal, run_id, plan, state)
+        self._refuse_too_long(conn, plan, run_id)
+        return run_id, planned
+
+    def _run(self, request: RelocationRequest, plan: Plan,
+             progress: Progress | None) -> tuple[str, dict[ObjectKind, int] | None]:
+        """Plan and apply; resume the catalog's unfinished run when it is this same request.
+
+        Returns the run id and, when every planned entry is known to be applied, their counts per kind.
+        """
         by_kind = one_target_per_kind(self.targets)
         with self.engine.connect() as conn:
             resumed = self.journal.resumable_run(conn, self.name, request)
         if resumed is not None:
             run_id = resumed
+        elif plan.chunk_size is None and self.engine.dialect.name != "postgresql":
+            return self._run_locked(request, plan)
         elif plan.chunk_size is None:
-            with self.engine.begin() as conn:  # plan and apply in one transaction: all or nothing
-                run_id = self.journal.new_run(conn, self.name, request)
-                write_plan(conn, self.schema, self.journal, run_id, plan)
+            with self._transaction() as conn:  # plan and apply in one transaction: all or nothing
+                run_id, _ = self._plan(conn, request, plan)
                 for target in by_kind.values():
                     swap(conn, self.journal, target, run_id, None)
-            return run_id
+            return run_id, None
         else:
-            with self.engine.begin() as conn:
-                run_id = self.journal.new_run(conn, self.name, request)
-                write_plan(conn, self.schema, self.journal, run_id, plan)
+            with self._transaction() as conn:
+                run_id, _ = self._plan(conn, request, plan)
         with self.engine.connect() as conn:
             chunks = self.journal.chunks(conn, run_id, PLANNED)
         for done, (kind, chunk) in enumerate(chunks, 1):
@@ -378,12 +409,33 @@ class SqlCatalog:
                 swap(conn, self.journal, by_kind[ObjectKind(kind)], run_id, chunk)
             if progress:
                 progress(done, len(chunks))
-        return run_id
+        return run_id, None
 
-    def _finish_report(self, report: RelocationReport, run_id: str, done_state: str, conflict_state: str) -> None:
+    def _run_locked(self, request: RelocationRequest, plan: Plan) -> tuple[str, dict[ObjectKind, int]]:
+        """MySQL/MariaDB, one transaction: the plan's shared locks keep every planned row at its planned
+        value until commit, so each kind is rewritten by a single-table UPDATE of its planned keys (no
+        compare-and-set join) and journaled as applied up front. Any count that differs from the plan
+        rolls back everything, the plan included."""
+        by_kind = one_target_per_kind(self.targets)
+        with self._transaction() as conn:
+            run_id, planned = self._plan(conn, request, plan, APPLIED)
+            planned = {kind: n for kind, n in planned.items() if n}
+            for kind, n in planned.items():
+                rewritten = rewrite_planned(conn, self.journal, by_kind[kind], run_id, plan, n)
+                if rewritten != n:  # raising rolls the transaction back
+                    raise RelocationRefused([Refusal("changed-during-run", (
+                        f"{kind.value}: {rewritten} rows held their planned value, {n} were planned; the run "
+                        f"was rolled back and changed nothing: rerun it"))])
+        return run_id, planned
+
+    def _finish_report(self, report: RelocationReport, run_id: str, done_state: str, conflict_state: str,
+                       done: dict[ObjectKind, int] | None = None) -> None:
+        """`done`: the entries per kind, when all are known to be in done_state (spares counting them)."""
         report.run_id = run_id
         with self.engine.connect() as conn:
-            for (kind, state), n in self.journal.state_counts(conn, run_id).items():
+            counts = (self.journal.state_counts(conn, run_id) if done is None
+                      else {(kind.value, done_state): n for kind, n in done.items()})
+            for (kind, state), n in counts.items():
                 if state == done_state:
                     report.count(ObjectKind(kind)).rewritten += n
                 elif state == conflict_state:

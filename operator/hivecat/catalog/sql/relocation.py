@@ -8,13 +8,17 @@ the planned old value (compare-and-set), marking the journal entry applied in th
 `planned` and are then marked `conflicted`: reported, never clobbered.
 Without a chunk size the plan and every apply share one transaction: all or nothing. With one, each
 chunk commits on its own and a crashed run resumes from its planned chunks.
+MySQL/MariaDB without a chunk size take a faster path (rewrite_planned): at REPEATABLE READ the plan's
+INSERT ... SELECT holds shared locks on the rows it read until commit, so single-table UPDATEs of the
+planned keys replace the join, entries are journaled as applied up front, and any count that differs
+from the plan rolls the run back.
 Undo is the same statement with old and new swapped.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 
@@ -23,9 +27,10 @@ from hivecat.catalog.model import ObjectKind
 from hivecat.catalog.sql.limits import Capacity, capacity
 from hivecat.catalog.sql.schema import HmsSchema
 from hivecat.catalog.sql.targets import ScopeFilter, Target
-from hivecat.locations.prefix import LocationPrefix, sql_match, sql_rewrite
+from hivecat.locations.prefix import LocationPrefix, rebase, sql_match, sql_rewrite
 
 Progress = Callable[[int, int], None]  # (chunks done, chunks total)
+SMALL_PLAN = 1000  # up to this many planned rows of a kind, the fast path names their keys in its UPDATE
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,8 @@ class Plan:
     excluded_tables: tuple[int, ...] = ()
     chunk_size: int | None = None
     only_tables: tuple[int, ...] | None = None  # restrict to these tables' objects (counting refusals)
+    # parameter table -> (a caller-named key, an unnamed key) under the old prefix; see params_under
+    params_seen: dict[str, tuple[bool, bool]] = field(default_factory=dict, compare=False, repr=False)
 
 
 def _scoped(plan: Plan, target: Target, s: HmsSchema, *, keys_selected: bool = True) -> sa.Subquery | None:
@@ -48,11 +55,12 @@ def _scoped(plan: Plan, target: Target, s: HmsSchema, *, keys_selected: bool = T
     if select is None:
         return None
     key1, key2, value, tbl_id = select.selected_columns
-    conds = [sql_match(value, plan.old)]
-    if target.param_keyed:
+    conds = []
+    if target.param_keyed:  # the cheap key test first: most parameters are not locations
         conds.append(key2.in_(plan.param_keys) if keys_selected else key2.not_in(plan.param_keys))
     elif not keys_selected:
         return None
+    conds.append(sql_match(value, plan.old))
     if plan.excluded_tables:
         conds.append(sa.or_(tbl_id.is_(None), tbl_id.not_in(plan.excluded_tables)))
     if plan.only_tables is not None:
@@ -63,10 +71,50 @@ def _scoped(plan: Plan, target: Target, s: HmsSchema, *, keys_selected: bool = T
             .subquery())
 
 
+def _spellings(plan: Plan) -> list[tuple[str, str | None]]:
+    """(each spelling of the old prefix, what rebase makes of it): how a matched value changes."""
+    spellings = ["".join(piece.text for piece in pattern) for pattern in plan.old.patterns()]
+    return [(spelling, rebase(spelling, plan.old, plan.new)) for spelling in spellings]
+
+
+def _rewritten(value: sa.ColumnElement[str], plan: Plan) -> sa.ColumnElement[str]:
+    """The new value of a row already known to match the old prefix: with one spelling, a plain
+    CONCAT (no second evaluation of the match, as sql_rewrite's CASE does)."""
+    spellings = _spellings(plan)
+    if len(spellings) == 1 and spellings[0][1] is not None:
+        spelling, replacement = spellings[0]
+        return sa.func.concat(sa.literal(replacement), sa.func.substring(value, len(spelling) + 1))
+    return sql_rewrite(value, plan.old, plan.new)
+
+
+def can_grow(plan: Plan, cap: Capacity) -> bool:
+    """Whether a rewrite can make a value longer in `cap`'s unit (a new prefix no longer than every
+    spelling of the old one cannot)."""
+    def size(text: str) -> int:
+        return len(text.encode()) if cap.unit == "bytes" else len(text)
+    return any(new is None or size(new) > size(old) for old, new in _spellings(plan))
+
+
 def _chunk_of(key: sa.ColumnElement, chunk_size: int | None) -> sa.ColumnElement:
     if not chunk_size:
         return sa.literal(0)
     return (key - key % chunk_size) / chunk_size  # floor division in both dialects' integer arithmetic
+
+
+def params_under(conn: sa.Connection, target: Target, plan: Plan) -> tuple[bool, bool]:
+    """Whether the parameter table of `target` holds any caller-named key, and any other key, with a
+    value under the old prefix, whoever owns it. Usually neither: one scan of that table alone says so
+    (remembered in the plan), sparing the owner joins of the count and of the plan, and the shared
+    locks a plan's INSERT ... SELECT would take on every parameter row it reads."""
+    name = target.base.name
+    if name not in plan.params_seen:
+        b = target.base
+        named = sa.cast(b.c[target.key2], sa.String(256)).in_(plan.param_keys)
+        row = conn.execute(sa.select(sa.func.max(sa.case((named, 1), else_=0)),
+                                     sa.func.max(sa.case((named, 0), else_=1)))
+                           .where(sql_match(b.c[target.value], plan.old))).one()
+        plan.params_seen[name] = (bool(row[0]), bool(row[1]))
+    return plan.params_seen[name]
 
 
 def count_in_scope(conn: sa.Connection, s: HmsSchema, plan: Plan, *,
@@ -77,7 +125,11 @@ def count_in_scope(conn: sa.Connection, s: HmsSchema, plan: Plan, *,
     """
     def count(target: Target, keys_selected: bool) -> int:
         sub = _scoped(plan, target, s, keys_selected=keys_selected)
-        return 0 if sub is None else conn.execute(sa.select(sa.func.count()).select_from(sub)).scalar_one()
+        if sub is None:
+            return 0
+        if not keys_selected and not params_under(conn, target, plan)[1]:
+            return 0
+        return conn.execute(sa.select(sa.func.count()).select_from(sub)).scalar_one()
 
     counts: dict[ObjectKind, tuple[int, int]] = {}
     for target in plan.targets:
@@ -116,19 +168,25 @@ def tables_in_scope(conn: sa.Connection, s: HmsSchema, plan: Plan) -> list[str]:
     return [f"{db}.{name}" for db, name in rows]
 
 
-def write_plan(conn: sa.Connection, s: HmsSchema, journal: Journal, run_id: str, plan: Plan) -> None:
+def write_plan(conn: sa.Connection, s: HmsSchema, journal: Journal, run_id: str, plan: Plan,
+               state: str = PLANNED) -> dict[ObjectKind, int]:
+    """Journal every row in scope as (key, old value, new value) in `state`; entries written per kind."""
     e = journal.entries
+    written: dict[ObjectKind, int] = {}
     for target in plan.targets:
         sub = _scoped(plan, target, s)
         if sub is None:
             continue
+        if target.param_keyed and not params_under(conn, target, plan)[0]:
+            continue  # nothing to plan (a plain read: a row written from now on is the next run's)
         rows = sa.select(
             sa.literal(run_id), sa.literal(target.kind.value), sub.c.key1, sub.c.key2, sub.c.tbl_id,
-            _chunk_of(sub.c.key1, plan.chunk_size), sub.c.value, sql_rewrite(sub.c.value, plan.old, plan.new),
-            sa.literal(PLANNED),
+            _chunk_of(sub.c.key1, plan.chunk_size), sub.c.value, _rewritten(sub.c.value, plan), sa.literal(state),
         )
-        conn.execute(e.insert().from_select(
+        result = conn.execute(e.insert().from_select(
             ["run_id", "kind", "key1", "key2", "tbl_id", "chunk", "old_value", "new_value", "state"], rows))
+        written[target.kind] = written.get(target.kind, 0) + result.rowcount
+    return written
 
 
 @dataclass(frozen=True)
@@ -156,6 +214,50 @@ def too_long(conn: sa.Connection, s: HmsSchema, plan: Plan, limit: int) -> list[
                             .where(new_length > cap.limit).order_by(sub.c.key1, sub.c.key2).limit(limit - len(found)))
         found += [TooLong(target, int(r[0]), r[1], r[2], int(r[3]), cap) for r in rows]
     return found
+
+
+def too_long_planned(conn: sa.Connection, journal: Journal, plan: Plan, run_id: str, limit: int) -> list[TooLong]:
+    """too_long, read from a run's journal entries right after its plan (same transaction): one pass
+    over values already rewritten instead of recomputing every rewrite over the scope."""
+    e, found = journal.entries, []
+    for target in one_target_per_kind(plan.targets).values():
+        cap = capacity(target.base.c[target.value], conn.dialect.name)
+        # MySQL's byte-counted TEXT columns are checked even when nothing grows: the check measures UTF-8.
+        if cap is None or len(found) >= limit or (cap.unit == "characters" and not can_grow(plan, cap)):
+            continue
+        new_length = cap.length(e.c.new_value)
+        rows = conn.execute(sa.select(e.c.key1, e.c.tbl_id, e.c.old_value, new_length)
+                            .where(e.c.run_id == run_id, e.c.kind == target.kind.value, new_length > cap.limit)
+                            .order_by(e.c.key1, e.c.key2).limit(limit - len(found)))
+        found += [TooLong(target, int(r[0]), r[1], r[2], int(r[3]), cap) for r in rows]
+    return found
+
+
+def rewrite_planned(conn: sa.Connection, journal: Journal, target: Target, run_id: str, plan: Plan,
+                    planned: int) -> int:
+    """The one-transaction fast path (MySQL/MariaDB at REPEATABLE READ): rewrite exactly the `planned`
+    rows of the target's kind with a single-table UPDATE; returns how many rows it matched.
+
+    No compare-and-set join is needed (MariaDB runs a multi-table UPDATE in two passes, ~5x slower): the
+    plan's INSERT ... SELECT took shared locks on every row it read, held until commit, so a planned row
+    still holds its planned old value here. The match (and, when values grow, the capacity test) stay
+    in the WHERE clause as a second guard; the caller requires the count to equal `planned` and rolls the
+    whole run back otherwise.
+    """
+    e, b = journal.entries, target.base
+    current = b.c[target.value]
+    keys: list[sa.ColumnElement] = [b.c[target.key1]]
+    planned_keys = sa.select(e.c.key1).where(e.c.run_id == run_id, e.c.kind == target.kind.value)
+    if target.key2:
+        keys.append(sa.cast(b.c[target.key2], sa.String(256)))
+        planned_keys = planned_keys.add_columns(e.c.key2)
+    if planned <= SMALL_PLAN:  # literal keys: an index range, not a scan of the whole table
+        planned_keys = [tuple(r) if target.key2 else r[0] for r in conn.execute(planned_keys)]
+    conds = [(sa.tuple_(*keys) if target.key2 else keys[0]).in_(planned_keys), sql_match(current, plan.old)]
+    cap = capacity(current, conn.dialect.name)
+    if cap is not None and can_grow(plan, cap):
+        conds.append(cap.fits(_rewritten(current, plan)))
+    return conn.execute(sa.update(b).where(*conds).values({current: _rewritten(current, plan)})).rowcount
 
 
 def one_target_per_kind(targets: list[Target]) -> dict[ObjectKind, Target]:

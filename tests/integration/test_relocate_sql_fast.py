@@ -1,0 +1,153 @@
+"""MariaDB's one-transaction fast path (no chunk size): the plan's shared locks stand in for the
+compare-and-set join, a planned count the UPDATE does not reach rolls everything back, and the journal
+it writes undoes exactly.
+
+Runs on the hand-written Hive 3 shape (support.hms_shapes) with the catalogs `hive` and `spark`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+from hivecat.catalog.journal import APPLIED
+from hivecat.catalog.model import RelocationRefused, RelocationRequest
+from hivecat.catalog.sql.catalog import SqlCatalog
+from hivecat.local.scratch_db import drop_database
+from support.hms_shapes import CatalogLayout, create_shape, dump_all, expected_dump
+from support.services import unique_name
+
+OLD = "hdfs://nn:8020/warehouse"
+NEW = "hdfs://nn2:8020/warehouse"
+VERSION = 3
+PLANNED_PART = 1021  # the hive catalog's second partition: under OLD, so every run plans its rows
+
+
+def layout(name: str, root: str = OLD) -> CatalogLayout:
+    return CatalogLayout(name, {"hive": 1000, "spark": 2000}[name], f"{root}/{name}", f"{OLD}/{name}")
+
+
+@pytest.fixture
+def shape(scratch_mariadb) -> Iterator[tuple[str, sa.MetaData]]:
+    yield scratch_mariadb, create_shape(scratch_mariadb, VERSION, [layout("hive"), layout("spark")])
+
+
+@pytest.fixture
+def catalog(shape, mariadb_server) -> Iterator[SqlCatalog]:
+    """A catalog whose engine defaults to READ COMMITTED: the fast path must set its own isolation level."""
+    url, _ = shape
+    opened = SqlCatalog(url, journal_schema=unique_name("hc_journal"),
+                        engine=sa.create_engine(url, isolation_level="READ COMMITTED"))
+    yield opened
+    opened.close()
+    drop_database(mariadb_server, opened.journal.schema)
+
+
+def _planned_partition_sd(url: str, metadata: sa.MetaData) -> int:
+    parts = metadata.tables["PARTITIONS"]
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(sa.select(parts.c.SD_ID).where(parts.c.PART_ID == PLANNED_PART)).scalar_one()
+    finally:
+        engine.dispose()
+
+
+def _changed_cells(metadata: sa.MetaData, before: dict, after: dict) -> list[tuple[str, str]]:
+    """(old, new) of every cell that differs between two dumps, rows paired by primary key."""
+    changed = []
+    for name, rows in before.items():
+        key = [i for i, column in enumerate(metadata.tables[name].columns) if column.primary_key]
+        now = {tuple(row[i] for i in key): row for row in after[name]}
+        assert len(now) == len(rows)
+        for row in rows:
+            changed += [(old, new) for old, new in zip(row, now[tuple(row[i] for i in key)]) if old != new]
+    return sorted(changed)
+
+
+def _pause_after_plan(monkeypatch, after_plan) -> None:
+    """Calls after_plan(conn) on the run's own connection right after its plan, inside its transaction."""
+    plan = SqlCatalog._plan
+
+    def planned_then(self, conn, *args, **kwargs):
+        result = plan(self, conn, *args, **kwargs)
+        after_plan(conn)
+        return result
+    monkeypatch.setattr(SqlCatalog, "_plan", planned_then)
+
+
+def test_planned_rows_stay_locked_until_the_run_commits(shape, catalog, monkeypatch):
+    url, metadata = shape
+    sd_id = _planned_partition_sd(url, metadata)
+    planned, resume = threading.Event(), threading.Event()
+
+    def hold(conn):
+        planned.set()
+        assert resume.wait(60)
+    _pause_after_plan(monkeypatch, hold)
+    outcome: dict = {}
+    runner = threading.Thread(target=lambda: outcome.update(report=catalog.relocate(RelocationRequest(OLD, NEW))))
+    runner.start()
+    try:
+        assert planned.wait(60)
+        sds, pp = metadata.tables["SDS"], metadata.tables["PARTITION_PARAMS"]
+        writer = sa.create_engine(url, isolation_level="READ COMMITTED")
+        try:
+            for change in (sds.update().where(sds.c.SD_ID == sd_id).values(LOCATION="hdfs://other/x"),
+                           pp.update().where(pp.c.PART_ID == PLANNED_PART, pp.c.PARAM_KEY == "path")
+                           .values(PARAM_VALUE="hdfs://other/x")):
+                with writer.connect() as conn:
+                    conn.execute(sa.text("SET SESSION innodb_lock_wait_timeout = 1"))
+                    with pytest.raises(sa.exc.OperationalError, match="1205"):  # lock wait timeout
+                        conn.execute(change)
+                    conn.rollback()
+        finally:
+            writer.dispose()
+    finally:
+        resume.set()
+        runner.join(60)
+    report = outcome["report"]
+    assert report.conflicted == 0
+    assert dump_all(url, metadata) == expected_dump(metadata, VERSION, [layout("hive", NEW), layout("spark")])
+
+
+def test_a_planned_count_the_update_does_not_reach_rolls_everything_back(shape, catalog, monkeypatch):
+    url, metadata = shape
+    sd_id = _planned_partition_sd(url, metadata)
+    before = dump_all(url, metadata)
+    sds = metadata.tables["SDS"]
+    # A planned row no longer holding its planned value by apply time (only the run's own connection can
+    # do this, as the plan locks it): the UPDATE matches one row fewer than planned.
+    _pause_after_plan(monkeypatch, lambda conn: conn.execute(
+        sds.update().where(sds.c.SD_ID == sd_id).values(LOCATION="hdfs://other/x")))
+    with pytest.raises(RelocationRefused) as refused:
+        catalog.relocate(RelocationRequest(OLD, NEW))
+    [refusal] = refused.value.refusals
+    assert refusal.reason == "changed-during-run"
+    assert "partition: 1 rows held their planned value, 2 were planned" in refusal.message
+    assert dump_all(url, metadata) == before  # the other partition, the tables, the databases: all rolled back
+    assert catalog.history() == []
+
+
+def test_fast_path_journals_every_value_and_undo_restores_exactly(shape, catalog):
+    url, metadata = shape
+    before = dump_all(url, metadata)
+    report = catalog.relocate(RelocationRequest(OLD, NEW))
+    after = dump_all(url, metadata)
+    assert after == expected_dump(metadata, VERSION, [layout("hive", NEW), layout("spark")])
+
+    e = catalog.journal.entries
+    with catalog.engine.connect() as conn:
+        entries = conn.execute(sa.select(e.c.state, e.c.old_value, e.c.new_value)
+                               .where(e.c.run_id == report.run_id)).all()
+    assert {state for state, _, _ in entries} == {APPLIED}
+    assert len(entries) == report.rewritten
+    # Exactly the values that changed, each journaled as (old, new).
+    assert sorted((old, new) for _, old, new in entries) == _changed_cells(metadata, before, after)
+
+    undone = catalog.undo(report.run_id)
+    assert undone.rewritten == report.rewritten and undone.conflicted == 0
+    assert dump_all(url, metadata) == before
