@@ -323,6 +323,25 @@ def test_bad_requests_are_refused_with_zero_writes(shape, open_catalog, old, new
     assert shape.dump() == before
 
 
+def test_a_prefix_the_metastore_charset_cannot_store_is_refused_with_zero_writes(shape, open_catalog):
+    """MariaDB HMS databases are latin1: a CJK prefix would fail mid-run (strict) or become '?' (non-strict)."""
+    before = shape.dump()
+    catalog = open_catalog("hive", strict=False)
+    new = "hdfs://nn2:8020/数据/warehouse"
+    if shape.dialect == "postgresql":  # UTF8: storable
+        catalog.relocate(RelocationRequest(OLD, new))
+        assert shape.dump() == shape.expected(layout("hive", new), layout("spark"))
+        return
+    for dry_run in (False, True):
+        with pytest.raises(RelocationRefused) as refused:
+            catalog.relocate(RelocationRequest(OLD, new, dry_run=dry_run))
+        assert refused.value.refusals[0].reason == "unstorable" and "U+6570" in refused.value.refusals[0].message
+    assert shape.dump() == before and catalog.history() == []
+    latin1 = "hdfs://nn2:8020/müller/warehouse"  # in latin1: goes through
+    catalog.relocate(RelocationRequest(OLD, latin1))
+    assert shape.dump() == shape.expected(layout("hive", latin1), layout("spark"))
+
+
 def test_scheme_change_goes_through_only_when_allowed(shape, open_catalog):
     before = shape.dump()
     catalog = open_catalog("hive")

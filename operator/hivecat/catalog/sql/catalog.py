@@ -20,6 +20,7 @@ from hivecat.catalog.sql.relocation import (
     Plan, Progress, count_in_scope, one_target_per_kind, rewrite_planned, sample_in_scope, swap, tables_in_scope,
     too_long, too_long_planned, write_plan,
 )
+from hivecat.catalog.sql.charsets import mysql_charsets, postgresql_charsets, unstorable
 from hivecat.catalog.sql.schema import HmsSchema, detect_schema
 from hivecat.catalog.sql.targets import ScopeFilter, build_targets
 from hivecat.locations.partition_filter import FilterError, parse_filter, to_sql
@@ -310,6 +311,19 @@ class SqlCatalog:
             return f"function {name[0]}.{name[1]}"
         return f"database {conn.execute(sa.select(d.c.NAME).where(d.c.DB_ID == key)).scalar()}"
 
+    def _refuse_unstorable(self, new_prefix: str) -> None:
+        """Refuse a new prefix holding a character the metastore's columns cannot store (see charsets.py)."""
+        dialect = self.engine.dialect.name
+        with self.engine.connect() as conn:
+            charsets = (postgresql_charsets(conn) if dialect == "postgresql"
+                        else mysql_charsets(conn, ((t.base.name, t.value) for t in self.targets)))
+        for charset in sorted(charsets):
+            char = unstorable(new_prefix, charset, dialect)
+            if char is not None:
+                raise RelocationRefused([Refusal(
+                    "unstorable", f"the new prefix {new_prefix!r} holds {char!r} (U+{ord(char):04X}), which the "
+                                  f"metastore's {charset} columns cannot store")])
+
     def relocate(self, request: RelocationRequest, progress: Progress | None = None) -> RelocationReport:
         began = time.monotonic()
         try:
@@ -318,6 +332,7 @@ class SqlCatalog:
             raise RelocationRefused([Refusal(getattr(exc, "reason", "invalid-prefix"), str(exc))]) from None
         if request.chunk_size is not None and request.chunk_size < 1:
             raise RelocationRefused([Refusal("invalid-chunk-size", "--chunk-size must be at least 1")])
+        self._refuse_unstorable(request.new_prefix)
         if not request.dry_run:
             self.ensure_journal()  # the journal's own tables: not a write to the metastore
         with self._lock():
