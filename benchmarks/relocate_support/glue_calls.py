@@ -8,17 +8,12 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
-import subprocess
-import sys
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from hivecat.catalog.model import RelocationRequest
-from hivecat.local.net import free_port, wait_for_port
+from hivecat.local.moto import moto_server
 
 REGION = "us-east-1"
 OLD_ROOT = "s3://old-lake/warehouse"
@@ -26,27 +21,6 @@ NEW_ROOT = "s3://new-lake/warehouse"
 DATABASE, TABLE = "bench", "events"
 WRITES = {"UpdateTable", "UpdateDatabase", "BatchUpdatePartition", "UpdatePartition", "UpdateUserDefinedFunction"}
 GLUE_BATCH = 100  # partitions per BatchCreatePartition / BatchUpdatePartition (AWS limit)
-
-
-@contextmanager
-def moto_server(workdir: Path) -> Iterator[str]:
-    """moto in server mode on a free loopback port; the endpoint URL."""
-    port = free_port()
-    moto_bin = shutil.which("moto_server", path=str(Path(sys.executable).parent)) or "moto_server"
-    log = workdir / "moto.log"
-    with open(log, "wb") as out:
-        process = subprocess.Popen([moto_bin, "-H", "127.0.0.1", "-p", str(port)], stdout=out,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    try:
-        wait_for_port(port, timeout=30, alive=lambda: process.poll() is None)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def _partition_location(i: int) -> str:
@@ -114,7 +88,7 @@ def count_glue_calls(workdir: Path, partitions: int) -> GlueCalls:
     os.environ.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                        "AWS_DEFAULT_REGION": REGION})
     os.environ.pop("AWS_PROFILE", None)
-    with moto_server(workdir) as endpoint:
+    with moto_server(workdir / "moto.log") as endpoint:
         client = boto3.client("glue", region_name=REGION, endpoint_url=endpoint)
         _fill(client, partitions)
         # moto has no user-defined-function API (GetUserDefinedFunctions answers 500): functions stay out.

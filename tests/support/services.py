@@ -9,11 +9,10 @@ URLs without a database part); the defaults are the users that `make setup` crea
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-import shutil
 import subprocess
-import sys
 import time
 import urllib.request
 import uuid
@@ -25,7 +24,8 @@ import pytest
 import sqlalchemy as sa
 
 from hivecat.local.metastore import MetastoreDatabase, MetastoreServer
-from hivecat.local.net import free_port, port_open, wait_for_port
+from hivecat.local.moto import moto_server as start_moto
+from hivecat.local.net import port_open, wait_for_port
 from hivecat.local.scratch_db import create_database, drop_database
 
 MYSQL_URL = os.environ.get("HIVECAT_TEST_MYSQL_URL", "mysql+pymysql://hivecat:hivecat@127.0.0.1:3306")
@@ -221,21 +221,13 @@ class MotoServer:
 def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
     """moto in server mode (its own process) on a free loopback port."""
     began = time.monotonic()
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("moto") / "moto.log"
-    moto_bin = shutil.which("moto_server", path=str(Path(sys.executable).parent)) or "moto_server"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen([moto_bin, "-H", "127.0.0.1", "-p", str(port)],
-                                   stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    try:
-        wait_for_port(port, timeout=30, alive=lambda: process.poll() is None)
-    except (TimeoutError, RuntimeError) as exc:
-        process.kill()
-        pytest.fail(f"moto server did not start ({exc}): {log_path.read_text()[-2000:]}")
-    _timed("moto", began)
-    yield MotoServer(f"http://127.0.0.1:{port}")
-    process.terminate()
-    process.wait(10)
+    with contextlib.ExitStack() as stack:
+        try:
+            endpoint = stack.enter_context(start_moto(tmp_path_factory.mktemp("moto") / "moto.log"))
+        except RuntimeError as exc:
+            pytest.fail(str(exc))
+        _timed("moto", began)
+        yield MotoServer(endpoint)
 
 
 @pytest.fixture

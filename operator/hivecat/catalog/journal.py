@@ -24,7 +24,9 @@ from dataclasses import asdict
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
-from hivecat.catalog.model import Refusal, RelocationRefused, RelocationRequest, RunSummary
+from hivecat.catalog.model import (
+    ObjectKind, Refusal, RelocationRefused, RelocationReport, RelocationRequest, RunSummary,
+)
 
 # Entry states: planned -> applied | conflicted | failed; applied -> undone | undo-conflicted | undo-failed.
 # failed / undo-failed (API backends only): the service refused the write for another reason than a concurrent change.
@@ -195,6 +197,20 @@ class Journal:
                             .where(self.entries.c.run_id == run_id)
                             .group_by(self.entries.c.kind, self.entries.c.state))
         return {(kind, state): int(n) for kind, state, n in rows}
+
+    def tally(self, conn: sa.Connection, run_id: str, report: RelocationReport, done: str, conflict: str,
+              failed: str | None = None, counts: dict[tuple[str, str], int] | None = None) -> None:
+        """Add the run's entries to `report` per kind (done: rewritten, conflict: conflicted, failed: failed)
+        and a sample of them. `counts`: (kind, state) -> entries when already known (spares counting)."""
+        for (kind, state), n in (self.state_counts(conn, run_id) if counts is None else counts).items():
+            kind_counts = report.count(ObjectKind(kind))
+            if state == done:
+                kind_counts.rewritten += n
+            elif state == conflict:
+                kind_counts.conflicted += n
+            elif failed is not None and state == failed:
+                kind_counts.failed += n
+        report.sample = self.sample(conn, run_id, report.SAMPLE_SIZE)
 
     def sample(self, conn: sa.Connection, run_id: str, limit: int = 10) -> list[tuple[str, str]]:
         rows = conn.execute(sa.select(self.entries.c.old_value, self.entries.c.new_value)

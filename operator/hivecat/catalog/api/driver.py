@@ -396,15 +396,7 @@ class ApiCatalog:
     def _finish(self, report: RelocationReport, run_id: str, done: str, conflict: str, failed: str) -> None:
         report.run_id = run_id
         with self.engine.connect() as conn:
-            for (kind, state), n in self.journal.state_counts(conn, run_id).items():
-                counts = report.count(ObjectKind(kind))
-                if state == done:
-                    counts.rewritten += n
-                elif state == conflict:
-                    counts.conflicted += n
-                elif state == failed:
-                    counts.failed += n
-            report.sample = self.journal.sample(conn, run_id, report.SAMPLE_SIZE)
+            self.journal.tally(conn, run_id, report, done, conflict, failed)
             tables = {ObjectRef.from_json(text).table for text in self.journal.objects(conn, run_id, done)}
         report.tables_touched = sorted(tables - {None})
         if report.failed:

@@ -448,14 +448,8 @@ class SqlCatalog:
         """`done`: the entries per kind, when all are known to be in done_state (spares counting them)."""
         report.run_id = run_id
         with self.engine.connect() as conn:
-            counts = (self.journal.state_counts(conn, run_id) if done is None
-                      else {(kind.value, done_state): n for kind, n in done.items()})
-            for (kind, state), n in counts.items():
-                if state == done_state:
-                    report.count(ObjectKind(kind)).rewritten += n
-                elif state == conflict_state:
-                    report.count(ObjectKind(kind)).conflicted += n
-            report.sample = self.journal.sample(conn, run_id, report.SAMPLE_SIZE)
+            known = None if done is None else {(kind.value, done_state): n for kind, n in done.items()}
+            self.journal.tally(conn, run_id, report, done_state, conflict_state, counts=known)
             report.tables_touched = self._tables_touched(conn, run_id, done_state)
 
     def _tables_touched(self, conn: sa.Connection, run_id: str, state: str) -> list[str]:
