@@ -4,7 +4,7 @@ PYTHON  := $(VENV)/bin/python
 STAMP   := $(VENV)/.hivecat-installed
 PYTEST_ARGS ?=
 
-.PHONY: setup install system test test-unit test-integration test-operator bench demo clean
+.PHONY: setup install system control-plane jars test test-unit test-integration test-operator bench demo clean
 
 ## setup: install everything, then run the main job (`hivecat demo`) on its embedded default
 setup: install
@@ -23,12 +23,29 @@ $(STAMP): pyproject.toml | system
 	$(PYTHON) -m pip install --quiet -e '.[test]'
 	touch $@
 
+## control-plane: etcd, kube-apiserver, controller-manager, scheduler and kwok for the operator tier, built
+## from Go modules into ~/.cache/hivecat/k8s (minutes once, seconds after); not needed by setup or the demo
+control-plane:
+	@bash scripts/build-control-plane.sh >/dev/null
+
+## jars: from Maven Central into ~/.cache/hivecat/maven (a minute once, then milliseconds): Hadoop 3.4.1 (HDFS
+## minicluster, DistCp) and the standalone Hive Metastores 3.1.3 and 4.0.1 the integration tier runs
+jars:
+	@bash scripts/fetch-maven.sh hadoop >/dev/null
+	@bash scripts/fetch-hive-metastores.sh all >/dev/null
+
 ## test: every tier plus each benchmark in --small mode; pytest's exit 5 (no tests ran) fails too
-test: install
+test: install control-plane jars
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
-test-unit test-integration test-operator: test-%: install
-	$(PYTHON) -m pytest tests/$* $(PYTEST_ARGS)
+test-unit: install
+	$(PYTHON) -m pytest tests/unit $(PYTEST_ARGS)
+
+test-integration: install jars
+	$(PYTHON) -m pytest tests/integration $(PYTEST_ARGS)
+
+test-operator: install control-plane
+	$(PYTHON) -m pytest tests/operator $(PYTEST_ARGS)
 
 ## bench: the benchmarks at full size (each prints one JSON line last)
 bench: install

@@ -13,12 +13,22 @@ created once and timed on its own (`spark_start_s`). The CLI's own wall time on 
 measured once (`small_cli_s`, with `cli_startup_s` for `hivecat --help`): interpreter and import
 overhead.
 
+The plan's overlap check (no target under a source, no nested targets) is timed in-process on plans
+of one table's partitions, S3 to S3: 100,000 and 1,000,000 units (`overlap_check_100k_s`,
+`overlap_check_1m_s`); with --small, 10,000 and 100,000 (`overlap_check_10k_s`, `overlap_check_100k_s`).
+
 Targets (issue 4): local engine, --verify size >= 1.0x `cp -r` throughput on both shapes, --verify
 checksum >= 0.7x; spark engine, --verify size >= 0.8x `cp -r` excluding session start; the no-change
 rerun <= 2x the plain listing (os.scandir + stat of both trees). Ratios are throughput relative to
 `cp -r` (cp seconds / contender seconds): higher is better.
 
-    python benchmarks/distcp.py            # full size; about 5-10 minutes on 2 shared CPUs
+Hadoop DistCp (3.4.1, the jars scripts/fetch-maven.sh fetches) is a contender too: one JVM per copy on
+MapReduce's local runner, -m = local map slots = CPUs, file:// -> file://, CRC checks on; the same shapes
+and checks (its .NAME.crc sidecars aside), and `-update` over the no-change trees. Its fixed cost is
+timed apart as a copy of an empty directory (`distcp_jvm_start_s`). `*_over_distcp` are hivecat seconds /
+DistCp seconds: lower is better. --no-distcp leaves it out (`distcp_skipped`).
+
+    python benchmarks/distcp.py            # full size; about 15 minutes on 2 shared CPUs (DistCp included)
     python benchmarks/distcp.py --small    # seconds; checks that everything works
 """
 
@@ -30,6 +40,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import statistics
@@ -43,11 +54,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import hivecat.copy as copy_engine
-from hivecat.copy import Copier, CopyOptions, LocalEngine, SparkEngine, single_unit_plan
+from hivecat.copy import Copier, CopyOptions, LocalEngine, SparkEngine, Unit, single_unit_plan
 from hivecat.copy.engines import default_session
 from hivecat.copy.listing import STAGING_PREFIX
 from hivecat.copy.manifest import MANIFEST_NAME
+from hivecat.copy.plan import check_overlaps
+from hivecat.copy.storage import Location, parse_uri
 from hivecat.copy.transfer import run_task
+from hivecat.local.hadoop import distcp_command, hadoop_jars
+from hivecat.locations import schemes as copy_schemes
 
 KIB, MIB = 1024, 1024 * 1024
 WRITE_CHUNK = 4 * MIB
@@ -61,10 +76,12 @@ class Sizes:
     large_file_bytes: int
     noop_files: int
     repeat: int
+    overlap_units: tuple[int, ...]
+    distcp_skipped: bool = False  # Hadoop DistCp left out (the JSON's `distcp_skipped`)
 
 
-FULL = Sizes(2000, 256 * KIB, 4, 256 * MIB, 20_000, 3)
-SMALL = Sizes(200, 16 * KIB, 2, 4 * MIB, 500, 1)
+FULL = Sizes(2000, 256 * KIB, 4, 256 * MIB, 20_000, 3, (100_000, 1_000_000))
+SMALL = Sizes(200, 16 * KIB, 2, 4 * MIB, 500, 1, (10_000, 100_000))
 
 # (contender, target): its throughput relative to cp -r (cp seconds / its seconds), higher is better
 COPY_TARGETS = (("local", 1.0), ("local_checksum", 0.7), ("spark", 0.8))
@@ -79,8 +96,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[Sizes, Path | None, bool]
     parser.add_argument("--profile", action="store_true",
                         help="then print (to stderr) cProfile's top functions for one copy of each shape in each "
                              "mode, file tasks run serially so the profiler sees them, and one no-change rerun")
+    parser.add_argument("--no-distcp", action="store_true",
+                        help="leave Hadoop DistCp out (no JDK 17 or no Hadoop jars); the JSON says distcp_skipped")
     args = parser.parse_args(argv)
     sizes = SMALL if args.small else FULL
+    if args.no_distcp:
+        sizes = Sizes(**{**sizes.__dict__, "distcp_skipped": True})
     if args.repeat is not None:
         if args.repeat < 1:
             parser.error("--repeat must be at least 1")
@@ -109,15 +130,25 @@ def write_files(root: Path, count: int, size: int, per_directory: int | None = N
 
 
 def tree(root: Path) -> dict[str, int]:
-    """Every data file below root (without hivecat's manifest) by relative path, with its size."""
+    """Every data file below root (without hivecat's manifest, nor the `.NAME.crc` sidecars Hadoop's
+    LocalFileSystem writes beside each file) by relative path, with its size."""
     found = {}
     for directory, _, names in os.walk(root):
         for name in names:
             path = os.path.join(directory, name)
             relative = os.path.relpath(path, root)
-            if relative != MANIFEST_NAME:
+            if relative != MANIFEST_NAME and not is_crc_sidecar(name):
                 found[relative] = os.path.getsize(path)
     return found
+
+
+def is_crc_sidecar(name: str) -> bool:
+    return name.startswith(".") and name.endswith(".crc")
+
+
+def uri(path: Path) -> str:
+    """The file:// URI `hivecat distcp` takes for a local path (URIs only; the path literal, not %-escaped)."""
+    return f"file://{path}"
 
 
 def warm(root: Path) -> None:
@@ -138,12 +169,13 @@ def fresh(target: Path) -> None:
 
 
 def engine_fingerprint() -> str:
-    """A digest of the copy engine's sources. Spark's Python workers import them when their first
-    task runs, so an edit during the run would mix versions: the run then says so and exits 1."""
+    """A digest of the copy engine's sources (and of the scheme table it imports). Spark's Python workers
+    import them when their first task runs, so an edit during the run would mix versions: the run then
+    says so and exits 1."""
     package = Path(copy_engine.__file__).parent
     digest = hashlib.sha256()
-    for path in sorted([*package.rglob("*.py"), *package.rglob("*.json")]):
-        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    for path in sorted([*package.rglob("*.py"), *package.rglob("*.json"), Path(copy_schemes.__file__)]):
+        digest.update(path.relative_to(package.parent).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]
 
 
@@ -178,7 +210,7 @@ def thread_pool(workers: int) -> Callable[[Path, Path], None]:
 def hivecat(engine: Callable[[], object], verify: str) -> Callable[[Path, Path], object]:
     """What `hivecat distcp --from SOURCE --to TARGET --engine E --verify V` runs, in this process."""
     def copy(source: Path, target: Path):
-        return Copier(single_unit_plan(str(source), str(target)), CopyOptions(verify=verify), engine=engine()).run()
+        return Copier(single_unit_plan(uri(source), uri(target)), CopyOptions(verify=verify), engine=engine()).run()
     return copy
 
 
@@ -199,6 +231,58 @@ def hivecat_succeeded(verify: str) -> Callable[[Path, Path, object], None]:
         if list(target.parent.glob(f"{STAGING_PREFIX}*")):
             raise AssertionError("staging left beside the target")
     return check
+
+
+class HadoopDistCp:
+    """`hadoop distcp` (org.apache.hadoop.tools.DistCp 3.4.1 from scripts/fetch-maven.sh's jars) on MapReduce's
+    local runner, file:// -> file://, as many map tasks (-m) as concurrent local maps as CPUs; CRC checks on
+    (no -skipcrccheck). One JVM per copy: its start is in every figure and measured apart (`jvm_start`)."""
+
+    def __init__(self, workdir: Path, maps: int) -> None:
+        self.jars = hadoop_jars()
+        self.workdir = workdir
+        self.maps = maps
+        (workdir / "hadoop-tmp").mkdir(parents=True, exist_ok=True)
+
+    def run(self, *args: str) -> dict[str, int]:
+        """DistCp's counters (Files Copied, Files Skipped, Bytes Copied, ...) of a successful run."""
+        generic = {"mapreduce.framework.name": "local", "mapreduce.local.map.tasks.maximum": str(self.maps),
+                   "hadoop.tmp.dir": str(self.workdir / "hadoop-tmp")}
+        command = distcp_command([*(a for k, v in generic.items() for a in ("-D", f"{k}={v}")),
+                                  "-m", str(self.maps), *args], self.jars)
+        done = subprocess.run(command, capture_output=True, text=True, cwd=self.workdir, stdin=subprocess.DEVNULL,
+                              timeout=1800)
+        if done.returncode != 0:
+            raise AssertionError(f"DistCp {' '.join(args)} exited {done.returncode}:\n{done.stderr[-3000:]}")
+        return {name: int(value) for name, value in
+                re.findall(r"^\s*((?:Files|Bytes) [A-Za-z]+)=(\d+)\s*$", done.stdout + done.stderr, re.M)}
+
+    def copy(self, source: Path, target: Path) -> dict[str, int]:
+        return self.run(uri(source), uri(target))
+
+    @staticmethod
+    def check(source: Path, target: Path, counters: dict[str, int]) -> None:
+        """DistCp's own account must match, and LocalFileSystem wrote a CRC sidecar for every file."""
+        files = tree(source)
+        if (counters.get("Files Copied"), counters.get("Bytes Copied")) != (len(files), sum(files.values())):
+            raise AssertionError(f"DistCp did not copy everything: {counters}")
+        for relative in files:
+            sidecar = (target / relative).with_name(f".{Path(relative).name}.crc")
+            if not sidecar.is_file():
+                raise AssertionError(f"no CRC sidecar {sidecar}")
+
+    def jvm_start(self, empty: Path, target: Path, repeat: int) -> float:
+        """Median seconds of DistCp copying an empty directory: JVM start, Hadoop's classes, the local job
+        (submission, listing, commit) and exit — the fixed cost inside every DistCp figure."""
+        empty.mkdir(parents=True, exist_ok=True)
+        seconds = []
+        for _ in range(repeat):
+            fresh(target)
+            began = time.perf_counter()
+            self.run(uri(empty), uri(target))
+            seconds.append(time.perf_counter() - began)
+        fresh(target)
+        return statistics.median(seconds)
 
 
 def check_copy(source: Path, target: Path, sample: int, seed: int) -> None:
@@ -258,11 +342,21 @@ def scan_with_stat(root: str) -> int:
     return count
 
 
-def noop_figures(source: Path, target: Path, files: int, repeat: int) -> dict[str, float]:
-    Copier(single_unit_plan(str(source), str(target)), CopyOptions(), engine=LocalEngine()).run()
+def noop_figures(source: Path, target: Path, files: int, repeat: int,
+                 distcp: HadoopDistCp | None) -> dict[str, float]:
+    Copier(single_unit_plan(uri(source), uri(target)), CopyOptions(), engine=LocalEngine()).run()
     before = (target / MANIFEST_NAME).stat().st_mtime_ns
-    rerun, listing = [], []
-    for _ in range(max(repeat, 3)):  # cheap: always a median of at least 3
+    rerun, listing, distcp_rerun = [], [], []
+    for round_ in range(max(repeat, 3)):  # cheap: always a median of at least 3 (DistCp: `repeat`)
+        if distcp is not None and round_ < repeat:
+            began = time.perf_counter()
+            counters = distcp.run("-update", uri(source), uri(target))
+            distcp_rerun.append(time.perf_counter() - began)
+            log(f"  noop round {round_ + 1}: distcp -update   {distcp_rerun[-1]:8.3f} s")
+            if (counters.get("Files Copied", 0), counters.get("Files Skipped")) != (0, files):
+                raise AssertionError(f"the DistCp -update rerun was not a no-op: {counters}")
+            if (target / MANIFEST_NAME).stat().st_mtime_ns != before or tree(target) != tree(source):
+                raise AssertionError("the DistCp -update rerun changed the target")
         began = time.perf_counter()
         summary = hivecat(LocalEngine, "size")(source, target)
         rerun.append(time.perf_counter() - began)
@@ -276,7 +370,46 @@ def noop_figures(source: Path, target: Path, files: int, repeat: int) -> dict[st
         listing.append(time.perf_counter() - began)
         if counted != 2 * files + 1:  # + the manifest
             raise AssertionError(f"the listing found {counted} files, expected {2 * files + 1}")
-    return {"noop_rerun_s": statistics.median(rerun), "noop_listing_s": statistics.median(listing)}
+    figures = {"noop_rerun_s": statistics.median(rerun), "noop_listing_s": statistics.median(listing)}
+    if distcp_rerun:
+        figures["noop_distcp_s"] = statistics.median(distcp_rerun)
+    return figures
+
+
+# --- the plan's overlap check ----------------------------------------------------------------------
+
+
+def partition_units(count: int) -> tuple[Unit, ...]:
+    """One table's partitions, S3 to S3, in plan order; locations as parse_uri makes them (built
+    directly: a million URI parses would take longer than the check)."""
+    def unit(index: int) -> Unit:
+        key = f"warehouse/sales.db/orders/dt=2020-01-01/shard={index:07d}"
+        return Unit(f"shard={index}", Location("s3", "lake", f"lake/{key}"),
+                    Location("s3", "replica", f"replica/{key}"))
+
+    units = tuple(unit(i) for i in range(count))
+    assert units[0].source == parse_uri("s3://lake/warehouse/sales.db/orders/dt=2020-01-01/shard=0000000/")
+    return units
+
+
+def count_label(count: int) -> str:
+    return f"{count // 1_000_000}m" if count % 1_000_000 == 0 else f"{count // 1000}k"
+
+
+def overlap_figures(counts: tuple[int, ...], repeat: int) -> dict[str, float]:
+    """Median seconds of check_overlaps (what every plan goes through before the first byte)."""
+    figures = {}
+    for count in counts:
+        units = partition_units(count)
+        seconds = []
+        for _ in range(repeat):
+            began = time.perf_counter()
+            check_overlaps(units)
+            seconds.append(time.perf_counter() - began)
+        figures[f"overlap_check_{count_label(count)}_s"] = statistics.median(seconds)
+        log(f"  overlap check, {count:,} units: {figures[f'overlap_check_{count_label(count)}_s']:.3f} s")
+        del units
+    return figures
 
 
 # --- the CLI, profiling --------------------------------------------------------------------------------
@@ -290,7 +423,7 @@ def cli_figures(source: Path, target: Path) -> dict[str, float]:
     startup = time.perf_counter() - began
     fresh(target)
     began = time.perf_counter()
-    done = subprocess.run([command, "distcp", "--from", str(source), "--to", str(target), "--engine", "local",
+    done = subprocess.run([command, "distcp", "--from", uri(source), "--to", uri(target), "--engine", "local",
                            "--verify", "size", "--output", "json"], check=True, capture_output=True, text=True)
     wall = time.perf_counter() - began
     check_copy(source, target, 16, seed=0)
@@ -340,6 +473,15 @@ def run(sizes: Sizes, workdir: Path, with_profile: bool) -> dict:
         warm(source)
     log(f"data written and read: {time.perf_counter() - began:.1f} s")
 
+    distcp = None
+    figures["distcp_skipped"] = sizes.distcp_skipped
+    if not sizes.distcp_skipped:
+        distcp = HadoopDistCp(workdir, os.cpu_count() or 1)
+        figures["distcp_maps"] = distcp.maps
+        figures["distcp_jvm_start_s"] = distcp.jvm_start(workdir / "src" / "empty", workdir / "dst" / "empty",
+                                                         sizes.repeat)
+        log(f"DistCp of an empty directory (JVM start and a local job): {figures['distcp_jvm_start_s']:.2f} s")
+
     began = time.perf_counter()
     session = default_session(None)  # what `--engine spark` creates when no session is active
     figures["spark_start_s"] = time.perf_counter() - began
@@ -360,6 +502,8 @@ def run(sizes: Sizes, workdir: Path, with_profile: bool) -> dict:
             Contender("spark_checksum", hivecat(lambda: SparkEngine(session), "checksum"),
                       hivecat_succeeded("checksum")),
         ]
+        if distcp is not None:
+            contenders.append(Contender("distcp", distcp.copy, distcp.check))
         for shape, source in shapes.items():
             target = workdir / "dst" / shape
             sample = 16 if shape == "small" else 2
@@ -368,7 +512,8 @@ def run(sizes: Sizes, workdir: Path, with_profile: bool) -> dict:
     finally:
         session.stop()
     figures.update(cli_figures(shapes["small"], workdir / "dst" / "cli"))
-    figures.update(noop_figures(noop_source, workdir / "dst" / "noop", sizes.noop_files, sizes.repeat))
+    figures.update(noop_figures(noop_source, workdir / "dst" / "noop", sizes.noop_files, sizes.repeat, distcp))
+    figures.update(overlap_figures(sizes.overlap_units, sizes.repeat))
     figures["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
     add_ratios(figures)
     figures["engine_changed_during_run"] = engine_fingerprint() != figures["engine_fingerprint"]
@@ -379,7 +524,9 @@ def run(sizes: Sizes, workdir: Path, with_profile: bool) -> dict:
                 profile(f"{shape}, --verify {verify}, tasks serial on the profiled thread",
                         lambda: hivecat(SerialEngine, verify)(source, target), lambda: fresh(target))
         profile("no-change rerun", lambda: hivecat(LocalEngine, "size")(noop_source, workdir / "dst" / "noop"))
-    return {k: round(v, 3) if isinstance(v, float) else v for k, v in figures.items()}
+    # ratios to DistCp are far below 1: four significant digits rather than three decimals
+    return {k: (float(f"{v:.4g}") if k.endswith("_over_distcp") else round(v, 3)) if isinstance(v, float) else v
+            for k, v in figures.items()}
 
 
 def add_ratios(figures: dict) -> None:
@@ -390,6 +537,10 @@ def add_ratios(figures: dict) -> None:
         bytes_ = figures[f"{shape}_files"] * figures[f"{shape}_file_bytes"]
         figures[f"{shape}_cp_mib_s"] = bytes_ / MIB / cp
     figures["noop_rerun_over_listing"] = figures["noop_rerun_s"] / figures["noop_listing_s"]
+    if "noop_distcp_s" in figures:  # hivecat seconds / DistCp seconds: lower is better
+        for shape in ("small", "large"):
+            figures[f"{shape}_local_over_distcp"] = figures[f"{shape}_local_s"] / figures[f"{shape}_distcp_s"]
+        figures["noop_rerun_over_distcp"] = figures["noop_rerun_s"] / figures["noop_distcp_s"]
     met = [figures[f"{shape}_{name}_vs_cp"] >= target for shape in ("small", "large") for name, target in COPY_TARGETS]
     met.append(figures["noop_rerun_over_listing"] <= NOOP_TARGET)
     figures["targets_met"] = sum(met)
@@ -411,14 +562,28 @@ def report(f: dict) -> None:
             target = targets.get(name)
             verdict = "" if target is None else f"  (target >= {target:.1f}x: {'met' if ratio >= target else 'MISSED'})"
             print(f"  {label:<22} {f[f'{shape}_{name}_s']:8.3f} s   {ratio:.2f}x{verdict}")
+        if f"{shape}_distcp_s" in f:
+            seconds = f[f"{shape}_distcp_s"]
+            print(f"  {'hadoop distcp':<22} {seconds:8.3f} s   {f[f'{shape}_cp_s'] / seconds:.2f}x  "
+                  f"({seconds - f['distcp_jvm_start_s']:.3f} s without its fixed cost; hivecat local / DistCp "
+                  f"{f[f'{shape}_local_over_distcp']:.2f}x)")
     ratio = f["noop_rerun_over_listing"]
     print(f"no-change rerun over {f['noop_files']:,} files: hivecat {f['noop_rerun_s']:.3f} s, "
           f"os.scandir + stat of both trees {f['noop_listing_s']:.3f} s: {ratio:.2f}x "
           f"(target <= {NOOP_TARGET:.0f}x: {'met' if ratio <= NOOP_TARGET else 'MISSED'})")
+    if "noop_distcp_s" in f:
+        print(f"  DistCp -update on the same trees {f['noop_distcp_s']:.3f} s (hivecat / DistCp "
+              f"{f['noop_rerun_over_distcp']:.2f}x); DistCp's fixed cost (an empty directory) "
+              f"{f['distcp_jvm_start_s']:.2f} s, -m {f['distcp_maps']}")
+    elif f["distcp_skipped"]:
+        print("  (Hadoop DistCp left out: --no-distcp)")
     print(f"spark session start {f['spark_start_s']:.2f} s, first job {f['spark_first_job_s']:.2f} s "
           f"(not in the spark figures); an empty job of {4 * f['spark_parallelism']} tasks "
           f"{f['spark_empty_job_s']:.2f} s (in them); CLI on the small shape {f['small_cli_s']:.2f} s wall vs "
           f"{f['small_local_s']:.3f} s in-process (`hivecat --help`: {f['cli_startup_s']:.2f} s)")
+    overlaps = ", ".join(f"{key[len('overlap_check_'):-len('_s')]} units {seconds:.2f} s"
+                         for key, seconds in f.items() if key.startswith("overlap_check_"))  # smaller first
+    print(f"plan overlap check (in-process): {overlaps}")
     print(f"targets met: {f['targets_met']} of {f['targets_total']}; {f['cpus']} CPUs, "
           f"1-min load average {f['load_avg_1m_at_start']} at start, {f['load_avg_1m_at_end']} at the end "
           f"(engine sources {f['engine_fingerprint']})")

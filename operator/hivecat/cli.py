@@ -3,16 +3,34 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
+from hivecat import __version__
 from hivecat.commands import distcp, relocate
 
 HANDLERS_MODULE = "hivecat.handlers"
+SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+
+
+def cluster_configured(environ: Mapping[str, str] = os.environ, home: Path | None = None) -> bool:
+    """Whether kopf will find a cluster: in-cluster credentials, or a kubeconfig file that exists."""
+    if environ.get("KUBERNETES_SERVICE_HOST") and SERVICE_ACCOUNT_TOKEN.exists():
+        return True
+    paths = [p for p in environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    if not paths:
+        paths = [str((home or Path.home()) / ".kube" / "config")]
+    return any(Path(p).is_file() for p in paths)
 
 
 def _run_operator(kopf_args: list[str]) -> int:
     """`hivecat run ...` is `kopf run -m hivecat.handlers ...`: every kopf flag works unchanged."""
+    if not {"--help", "-h"} & set(kopf_args) and not cluster_configured():
+        print("hivecat run: no Kubernetes cluster to connect to: set KUBECONFIG to a kubeconfig file (or create "
+              "~/.kube/config), or run the operator inside a cluster with a service account", file=sys.stderr)
+        return 2
     import kopf.cli  # kopf is only needed by this subcommand
 
     try:
@@ -27,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="hivecat",
         description="Run Hive catalogs across several storage clusters (Kubernetes operator and tools).",
     )
+    parser.add_argument("--version", action="version", version=f"hivecat {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     sub.add_parser(
@@ -42,8 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--workdir", help="keep the metastore and warehouse here (default: a temporary directory)")
     demo.add_argument("--mariadb-url", metavar="URL",
-                      help="SQLAlchemy URL of a MariaDB/MySQL server (no database part); the demo creates a "
-                           "latin1 database `hivecat_demo` on it for the metastore instead of Derby")
+                      help="a MariaDB/MySQL server, mysql://USER@HOST[:PORT] (password from "
+                           "$HIVECAT_CATALOG_PASSWORD); the demo creates a latin1 database `hivecat_demo` on it for "
+                           "the metastore instead of Derby, and replaces only one that an earlier demo created")
     relocate.add_parser(sub)
     distcp.add_parser(sub)
     return parser

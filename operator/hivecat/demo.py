@@ -6,24 +6,70 @@ partitioned Parquet table through it, and a listing read back over the metastore
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 import sqlalchemy as sa
 
 from hivecat.local.metastore import MetastoreDatabase, MetastoreServer
-from hivecat.local.scratch_db import create_database
+from hivecat.local.scratch_db import server_engine
 
 DEMO_DATABASE = "hivecat_demo"
+# Marks the MariaDB database as the demo's own, so a rerun may replace it and nothing else ever is.
+DEMO_COMMENT = "created by hivecat demo"
+PASSWORD_ENV = "HIVECAT_CATALOG_PASSWORD"
+
+
+class DemoInputError(Exception):
+    """Bad input to the demo: one line for the user, nothing created or dropped."""
+
+
+def _mariadb_server(raw: str) -> sa.URL:
+    """mysql://USER@HOST[:PORT] (no database), its password from $HIVECAT_CATALOG_PASSWORD."""
+    try:
+        url = sa.make_url(raw)
+    except (sa.exc.ArgumentError, ValueError):
+        raise DemoInputError(f"--mariadb-url {raw!r} is not a URL like mysql://USER@HOST:3306") from None
+    if url.password is not None:
+        raise DemoInputError(f"put the password in ${PASSWORD_ENV}, not in --mariadb-url")
+    if url.get_backend_name() not in ("mysql", "mariadb") or url.database:
+        raise DemoInputError(f"--mariadb-url takes a MariaDB/MySQL server, mysql://USER@HOST[:PORT], without a "
+                             f"database (the demo uses `{DEMO_DATABASE}`)")
+    return url.set(drivername="mysql+pymysql", password=os.environ.get(PASSWORD_ENV) or None)
+
+
+def _own_demo_database(server: sa.URL) -> None:
+    """Create `hivecat_demo` (latin1, as HMS needs), replacing only a database an earlier demo created."""
+    engine = server_engine(server.render_as_string(hide_password=False))
+    try:
+        with engine.connect() as conn:
+            comment = conn.execute(sa.text("SELECT SCHEMA_COMMENT FROM information_schema.SCHEMATA "
+                                           "WHERE SCHEMA_NAME = :name"), {"name": DEMO_DATABASE}).first()
+            if comment is not None and comment[0] != DEMO_COMMENT:
+                raise DemoInputError(f"database `{DEMO_DATABASE}` already exists on {server.host} and was not "
+                                     "created by hivecat demo: the demo leaves it alone (drop it yourself, or use "
+                                     "another server)")
+            if comment is not None:
+                conn.execute(sa.text(f"DROP DATABASE `{DEMO_DATABASE}`"))
+            conn.execute(sa.text(f"CREATE DATABASE `{DEMO_DATABASE}` CHARACTER SET latin1 COLLATE latin1_bin "
+                                 f"COMMENT '{DEMO_COMMENT}'"))
+    except sa.exc.OperationalError as exc:
+        raise DemoInputError(f"cannot use the MariaDB server {server.host}:{server.port or 3306} as "
+                             f"{server.username}: {exc.orig}") from None
+    finally:
+        engine.dispose()
 
 
 def _metastore_database(workdir: Path, mariadb_url: str | None) -> MetastoreDatabase:
     if not mariadb_url:
         return MetastoreDatabase.derby(workdir / "metastore_db")
-    url = sa.make_url(create_database(mariadb_url, DEMO_DATABASE))
-    return MetastoreDatabase.mariadb(url.host or "127.0.0.1", url.port or 3306, DEMO_DATABASE,
-                                     url.username or "", url.password or "")
+    server = _mariadb_server(mariadb_url)
+    _own_demo_database(server)
+    return MetastoreDatabase.mariadb(server.host or "127.0.0.1", server.port or 3306, DEMO_DATABASE,
+                                     server.username or "", server.password or "")
 
 
 def _create_sample_table(spark) -> None:
@@ -55,13 +101,19 @@ def run_demo(workdir: str | None = None, mariadb_url: str | None = None) -> int:
     root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="hivecat-demo-"))
     warehouse = root / "warehouse"
     warehouse.mkdir(parents=True, exist_ok=True)
-    database = _metastore_database(root, mariadb_url)
+    try:
+        database = _metastore_database(root, mariadb_url)
+    except DemoInputError as exc:
+        if not workdir:
+            shutil.rmtree(root, ignore_errors=True)
+        print(f"hivecat demo: {exc}", file=sys.stderr)
+        return 2
     backend = "MariaDB" if mariadb_url else "embedded Derby"
     print(f"hivecat demo: starting Hive Metastore 2.3 on {backend} (workdir {root})", flush=True)
     try:
         with MetastoreServer(database, root / "hms", warehouse.as_uri()) as hms:
             print(f"hivecat demo: metastore {hms.uri} up in {hms.start_seconds:.1f}s; starting Spark", flush=True)
-            from hivecat.local.spark import local_spark_session
+            from hivecat.spark import local_spark_session
 
             spark = local_spark_session(hms.uri, warehouse.as_uri(), app_name="hivecat-demo")
             spark.sparkContext.setLogLevel("ERROR")

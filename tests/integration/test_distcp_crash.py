@@ -10,16 +10,17 @@ import sys
 import time
 from pathlib import Path
 
-from support.copy_trees import read_manifest, read_tree, write_tree
+from support.copy_trees import read_manifest, read_tree, uri, write_tree
 
 from hivecat.copy.listing import STAGING_PREFIX
+from hivecat.copy.staging import LEASE_NAME
 
 FILES = {f"part-{i}.parquet": os.urandom(200_000) for i in range(4)}
 
 
 def start_slow_copy(source: Path, target: Path) -> subprocess.Popen:
     # 0.1 MB/s per task, two tasks: about 4 s in all, so it is surely killed mid-copy
-    return subprocess.Popen([sys.executable, "-m", "hivecat", "distcp", "--from", str(source), "--to", str(target),
+    return subprocess.Popen([sys.executable, "-m", "hivecat", "distcp", "--from", uri(source), "--to", uri(target),
                              "--engine", "local", "--parallelism", "2", "--bandwidth", "0.1"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
@@ -27,7 +28,8 @@ def start_slow_copy(source: Path, target: Path) -> subprocess.Popen:
 def kill_once_staging_has_bytes(process: subprocess.Popen, parent: Path) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        staged = [p for d in parent.glob(f"{STAGING_PREFIX}*") for p in d.rglob("*") if p.is_file()]
+        staged = [p for d in parent.glob(f"{STAGING_PREFIX}*") for p in d.rglob("*")
+                  if p.is_file() and p.name != LEASE_NAME]  # data, not the run's lease
         if any(p.stat().st_size > 0 for p in staged):
             os.kill(process.pid, signal.SIGKILL)
             process.wait(10)
@@ -39,7 +41,7 @@ def kill_once_staging_has_bytes(process: subprocess.Popen, parent: Path) -> None
 
 
 def rerun(source: Path, target: Path) -> str:
-    result = subprocess.run([sys.executable, "-m", "hivecat", "distcp", "--from", str(source), "--to", str(target),
+    result = subprocess.run([sys.executable, "-m", "hivecat", "distcp", "--from", uri(source), "--to", uri(target),
                              "--engine", "local"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return result.stdout

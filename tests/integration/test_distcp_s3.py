@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
-from support.copy_trees import read_tree, write_tree
+from support.copy_trees import read_tree, uri, write_tree
 
 from hivecat.copy import Copier, CopyOptions, LocalEngine, S3Settings, Storage, single_unit_plan
 from hivecat.copy.documents import UNIT_MANIFEST, validate
@@ -44,7 +44,7 @@ def lake(moto):
 
 def test_local_to_s3_and_back_byte_for_byte_with_update_reruns(lake, tmp_path: Path) -> None:
     write_tree(tmp_path / "src", FILES)
-    first = copy(str(tmp_path / "src"), "s3://lake/warehouse/t")
+    first = copy(uri(tmp_path / "src"), "s3://lake/warehouse/t")
     assert first["totals"]["files_copied"] == 4
     on_s3 = s3_tree(lake, "lake", "warehouse/t")
     manifest = json.loads(on_s3.pop(MANIFEST_NAME))
@@ -52,25 +52,25 @@ def test_local_to_s3_and_back_byte_for_byte_with_update_reruns(lake, tmp_path: P
     assert on_s3 == FILES
     assert not [k for k in s3_tree(lake, "lake", "warehouse") if k.startswith(".hivecat-staging")]
 
-    assert copy(str(tmp_path / "src"), "s3://lake/warehouse/t")["totals"]["files_copied"] == 0
+    assert copy(uri(tmp_path / "src"), "s3://lake/warehouse/t")["totals"]["files_copied"] == 0
     (tmp_path / "src" / "part-1.parquet").write_bytes(b"changed")
-    again = copy(str(tmp_path / "src"), "s3://lake/warehouse/t")
+    again = copy(uri(tmp_path / "src"), "s3://lake/warehouse/t")
     assert again["totals"]["files_copied"] == 1 and again["totals"]["files_skipped"] == 3
     assert s3_tree(lake, "lake", "warehouse/t")["part-1.parquet"] == b"changed"
 
-    back = copy("s3://lake/warehouse/t", str(tmp_path / "back"), verify="checksum")
+    back = copy("s3://lake/warehouse/t", uri(tmp_path / "back"), verify="checksum")
     assert back["totals"]["files_copied"] == 4
     assert read_tree(tmp_path / "back") == {**FILES, "part-1.parquet": b"changed"}
-    assert copy("s3://lake/warehouse/t", str(tmp_path / "back"))["totals"]["files_copied"] == 0
+    assert copy("s3://lake/warehouse/t", uri(tmp_path / "back"))["totals"]["files_copied"] == 0
 
 
 def test_s3_unit_without_current_manifest_is_absent_and_delete_stays_inside(lake, tmp_path: Path) -> None:
     write_tree(tmp_path / "src", FILES)
-    copy(str(tmp_path / "src"), "s3://lake/t/dt=1")
+    copy(uri(tmp_path / "src"), "s3://lake/t/dt=1")
     lake.put_object(Bucket="lake", Key="t/dt=1/stray", Body=b"x")
     lake.put_object(Bucket="lake", Key="t/outside", Body=b"keep")
     lake.delete_object(Bucket="lake", Key=f"t/dt=1/{MANIFEST_NAME}")  # as after a crash mid-commit
-    summary = copy(str(tmp_path / "src"), "s3://lake/t/dt=1", delete=True)
+    summary = copy(uri(tmp_path / "src"), "s3://lake/t/dt=1", delete=True)
     assert summary["totals"]["files_copied"] == 4 and summary["totals"]["files_deleted"] == 1
     after = s3_tree(lake, "lake", "t/dt=1")
     assert MANIFEST_NAME in after and "stray" not in after
@@ -82,7 +82,7 @@ def test_missing_target_bucket_is_bad_input(lake, tmp_path: Path) -> None:
     from hivecat.copy import CopyInputError
 
     with pytest.raises(CopyInputError, match="target bucket s3://nobucket does not exist"):
-        copy(str(tmp_path / "src"), "s3://nobucket/t")
+        copy(uri(tmp_path / "src"), "s3://nobucket/t")
 
 
 # --- S3 -> S3: count what reaches the server ------------------------------------------------------
@@ -190,3 +190,43 @@ def test_s3_to_s3_uses_server_side_copies_not_get_and_put(lake, proxy: CountingP
     proxy.requests.clear()
     assert copy("s3://lake/t/dt=1", "s3://replica/t/dt=1")["totals"]["files_copied"] == 0
     assert not [r for r in proxy.requests if r[2] or r[0] in ("PUT", "POST", "DELETE")]
+
+
+# --- keys that are not paths inside the unit --------------------------------------------------------
+
+def test_source_keys_that_leave_the_unit_fail_it_and_nothing_is_written_outside_the_target(
+        lake, tmp_path: Path) -> None:
+    """S3 keys are names, not paths: `t//<abs>/f` and `t/a/../../f` are keys below `t/` but, joined to a
+    local target, land outside it. Such a unit fails naming the key; no file or directory appears outside
+    the target (its staging, beside it, is removed)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    lake.put_object(Bucket="lake", Key="t/dt=1/part-0", Body=b"fine")
+    escapes = {f"t/dt=1/{tmp_path}/escaped-absolute/f",                 # `dt=1//tmp/...`: an empty segment
+               "t/dt=1/a/../../../../escaped-dots/f",                   # up and out of staging and target
+               "t/dt=1/./b/f"}                                           # "." aliases dt=1/b/f on disk
+    for key in escapes:
+        lake.put_object(Bucket="lake", Key=key, Body=b"escaped")
+    assert escapes <= {o["Key"] for o in lake.list_objects_v2(Bucket="lake", Prefix="t/")["Contents"]}
+    before = sorted(tmp_path.rglob("*"))
+    summary = copy("s3://lake/t/dt=1", uri(work / "dst"))
+    assert sorted(tmp_path.rglob("*")) == before  # nothing committed, nothing escaped, no staging left
+    unit = summary["units"][0]
+    assert summary["status"] == "failed" and unit["status"] == "failed"
+    assert "does not name a file inside the unit" in unit["reason"], unit["reason"]
+    # The unit fails before anything is staged, naming an offending key below the unit (and how many more).
+    assert any(unit["reason"].startswith(key.removeprefix("t/dt=1/") + ":") for key in escapes), unit["reason"]
+    assert "(and 2 more)" in unit["reason"]
+
+
+def test_delete_removes_odd_target_keys_inside_the_unit_and_nothing_outside(lake, tmp_path: Path) -> None:
+    """`t/dt=1//x` is an object of the unit: --delete removes it, not `x` at the bucket's root (which its
+    remainder `/x`, joined as a path, would name)."""
+    write_tree(tmp_path / "src", FILES)
+    copy(uri(tmp_path / "src"), "s3://lake/t/dt=1")
+    for key in ("t/dt=1//x", "x", "t/x"):
+        lake.put_object(Bucket="lake", Key=key, Body=b"odd")
+    summary = copy(uri(tmp_path / "src"), "s3://lake/t/dt=1", delete=True)
+    assert summary["status"] == "succeeded" and summary["totals"]["files_deleted"] == 1
+    keys = {o["Key"] for o in lake.list_objects_v2(Bucket="lake")["Contents"]}
+    assert {"x", "t/x"} <= keys and "t/dt=1//x" not in keys

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from support.copy_trees import read_manifest, read_tree, without_run_fields, write_tree
+from support.copy_trees import read_manifest, read_tree, uri, without_run_fields, write_tree
 
 from hivecat.copy import Copier, CopyOptions, LocalEngine, SparkEngine
 from hivecat.copy.plan import plan_from_document
@@ -23,7 +23,7 @@ def units_tree(target: Path) -> dict[str, bytes]:
 
 def plan(source: Path, target: Path):
     return plan_from_document({"version": 1, "units": [
-        {"id": f"db.t/{p.name}", "source": str(p), "target": str(target / p.name)}
+        {"id": f"db.t/{p.name}", "source": uri(p), "target": uri(target / p.name)}
         for p in sorted(source.iterdir())]})
 
 

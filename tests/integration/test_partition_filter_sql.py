@@ -1,7 +1,7 @@
 """The SQL translations, proven on real databases row for row against their Python definitions.
 
 - prefix.sql_match / sql_rewrite against is_under / rebase: one UPDATE over a table of nasty locations;
-- partition_filter.to_sql against evaluate: one SELECT over a key/value table shaped like PARTITION_KEY_VALS.
+- filter_sql.to_sql against evaluate: one SELECT over a key/value table shaped like PARTITION_KEY_VALS.
 
 The columns are made hostile on purpose: MariaDB's latin1_swedish_ci ignores case and trailing spaces and
 equates 'ü' with 'y'; on PostgreSQL both columns use a case-insensitive (nondeterministic) ICU collation,
@@ -20,8 +20,9 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hivecat.locations.filter_sql import to_sql
 from hivecat.locations.partition_filter import (
-    And, Between, Compare, Expr, In, KeyKind, Like, Not, Or, evaluate, parse_filter, to_sql,
+    And, Between, Compare, Expr, In, KeyKind, Like, Not, Or, evaluate, parse_filter,
 )
 from hivecat.locations.prefix import is_under, rebase, sql_match, sql_rewrite
 from support.location_strategies import LocationAlphabet

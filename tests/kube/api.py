@@ -1,4 +1,5 @@
-"""A small synchronous HTTP client for the local API server, for tests that check exact API behaviour."""
+"""A small synchronous HTTP client for the test control plane's API server (admin identity), for tests that
+read or write exact API objects."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ JSON_PATCH = "application/json-patch+json"
 
 
 class Api:
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, session: requests.Session) -> None:
         self.base_url = base_url
-        self.session = requests.Session()
+        self.session = session  # carries the CA and the client certificate
 
     def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
                 **params: Any) -> requests.Response:

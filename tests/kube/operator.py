@@ -1,4 +1,4 @@
-"""The real operator process (`hivecat run --standalone`) against the local API server."""
+"""The real operator process (`hivecat run --standalone`) against the test control plane."""
 
 from __future__ import annotations
 
@@ -28,8 +28,12 @@ class OperatorProcess:
         scope = ["-A"] if self.namespace is None else ["-n", self.namespace]
         return [str(HIVECAT), "run", "--standalone", "--verbose", *scope, *self.extra_args]
 
+    def watching(self, plural: str) -> bool:
+        """kopf has started its watch of `plural` (it logs this at --verbose)."""
+        return f"Starting the watch-stream for {plural} " in self.log()
+
     def start(self, is_ready: Callable[[], bool], timeout: float = 30) -> None:
-        """Start, then wait until is_ready() (e.g. the server sees the operator's watch) or fail with the log."""
+        """Start, then wait until is_ready() (e.g. its watch has started) or fail with the log."""
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "PYTHONUNBUFFERED": "1"}
         started = time.monotonic()
         with self.log_path.open("wb") as log:

@@ -12,6 +12,12 @@ from hivecat.copy.manifest import MANIFEST_NAME
 RUN_FIELDS = ("run_id", "committed_at", "copied_at")
 
 
+def uri(path: Path | str) -> str:
+    """The file:// URI of a local path, as `hivecat distcp` takes it (URIs only; the path literal, not
+    %-escaped as Path.as_uri() would: dt=1 stays dt=1)."""
+    return f"file://{path}"
+
+
 def write_tree(root: Path, files: dict[str, bytes]) -> Path:
     for relative, data in files.items():
         path = root / relative

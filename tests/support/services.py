@@ -172,7 +172,7 @@ def hive_metastore(mariadb_server: str, tmp_path_factory: pytest.TempPathFactory
 @pytest.fixture(scope="session")
 def spark(hive_metastore: HiveMetastore):
     """One local[2] Spark session per test session, with Hive support on the HMS fixture."""
-    from hivecat.local.spark import local_spark_session
+    from hivecat.spark import local_spark_session
 
     began = time.monotonic()
     session = local_spark_session(hive_metastore.uri, hive_metastore.warehouse.as_uri(), app_name="hivecat-tests")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -26,10 +27,12 @@ def test_run_help_is_kopf_run_with_its_flags(capsys: pytest.CaptureFixture[str])
         assert flag in out
 
 
-def test_run_passes_flags_through_and_loads_our_handlers(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_passes_flags_through_and_loads_our_handlers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import kopf.cli
 
     seen: dict[str, object] = {}
+    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))  # only its existence is checked first
 
     def fake_run(**kwargs: object) -> None:  # stands in for kopf's operator loop
         seen.update(kwargs)
@@ -41,8 +44,26 @@ def test_run_passes_flags_through_and_loads_our_handlers(monkeypatch: pytest.Mon
     assert seen["namespaces"] == ("team-a", "team-b")
 
 
-def test_unknown_kopf_flag_is_an_error() -> None:
+def test_unknown_kopf_flag_is_an_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
     assert cli.main(["run", "--no-such-flag"]) == 2
+
+
+@pytest.mark.parametrize("files,kubeconfig,expected", [
+    ([], None, False),
+    (["home/.kube/config"], None, True),
+    ([], "missing", False),
+    (["a"], "missing:a", True),
+])
+def test_cluster_configured_looks_for_a_kubeconfig_file(tmp_path: Path, files: list[str], kubeconfig: str | None,
+                                                        expected: bool) -> None:
+    for name in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    environ = {} if kubeconfig is None else {
+        "KUBECONFIG": ":".join(str(tmp_path / part) for part in kubeconfig.split(":"))}
+    assert cli.cluster_configured(environ, home=tmp_path / "home") is expected
 
 
 def test_unknown_subcommand_exits_2_with_message() -> None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from support.copy_trees import read_tree, write_tree
+from support.copy_trees import read_tree, uri, write_tree
 
 from hivecat import cli
 from hivecat.copy.documents import RUN_SUMMARY, validate
@@ -18,7 +21,7 @@ def distcp(*args: str) -> int:
 
 def test_copies_and_prints_a_valid_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write_tree(tmp_path / "src", {"a": b"1", "d/b": b"22"})
-    assert distcp("--from", str(tmp_path / "src"), "--to", f"file://{tmp_path}/dst", "--engine", "local",
+    assert distcp("--from", uri(tmp_path / "src"), "--to", uri(tmp_path / "dst"), "--engine", "local",
                   "--output", "json", "--parallelism", "2") == 0
     summary = json.loads(capsys.readouterr().out)
     validate(RUN_SUMMARY, summary)
@@ -31,7 +34,7 @@ def test_auto_picks_local_for_a_small_plan_and_text_output_names_units(tmp_path:
     write_tree(tmp_path / "src", {"a": b"1"})
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"version": 1, "units": [
-        {"id": "db.t/dt=1", "source": str(tmp_path / "src"), "target": str(tmp_path / "dst" / "dt=1")}]}))
+        {"id": "db.t/dt=1", "source": uri(tmp_path / "src"), "target": uri(tmp_path / "dst" / "dt=1")}]}))
     assert distcp("--plan", str(plan), "--verify", "checksum") == 0
     out = capsys.readouterr().out
     assert "engine local, verify checksum" in out and "done    db.t/dt=1" in out
@@ -46,18 +49,23 @@ def _plan(tmp_path: Path, document) -> str:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (lambda t: ["--from", str(t / "missing"), "--to", str(t / "dst")], "does not exist"),
-    (lambda t: ["--from", str(t / "src"), "--to", str(t / "src" / "copy")], "is inside source"),
-    (lambda t: ["--from", str(t / "src" / "sub"), "--to", str(t / "src")], "is inside target"),
-    (lambda t: ["--from", str(t / "src" / "a"), "--to", str(t / "dst")], "is not a directory"),
-    (lambda t: ["--from", str(t / "src")], "--from needs --to"),
+    (lambda t: ["--from", uri(t / "missing"), "--to", uri(t / "dst")], "does not exist"),
+    (lambda t: ["--from", uri(t / "src"), "--to", uri(t / "src" / "copy")], "is inside source"),
+    (lambda t: ["--from", uri(t / "src" / "sub"), "--to", uri(t / "src")], "is inside target"),
+    (lambda t: ["--from", uri(t / "src"), "--to", uri(t / "src")], "source and target are the same location"),
+    (lambda t: ["--from", uri(t / "src" / "a"), "--to", uri(t / "dst")], "is not a directory"),
+    (lambda t: ["--from", uri(t / "src")], "--from needs --to"),
+    (lambda t: ["--from", str(t / "src"), "--to", uri(t / "dst")], "--from '/"),
+    (lambda t: ["--from", uri(t / "src"), "--to", "dst"], "--to 'dst' is a bare path"),
     (lambda t: ["--plan", _plan(t, "{not json")], "not JSON"),
     (lambda t: ["--plan", _plan(t, {"version": 2, "units": []})], "unsupported version 2"),
-    (lambda t: ["--plan", _plan(t, {"version": 1, "units": [{"id": "x", "source": str(t / "src")}]})],
+    (lambda t: ["--plan", _plan(t, {"version": 1, "units": [{"id": "x", "source": uri(t / "src")}]})],
      "'target' is a required property"),
+    (lambda t: ["--plan", _plan(t, {"version": 1, "units": [
+        {"id": "x", "source": uri(t / "src"), "target": str(t / "dst")}]})], "unit 'x': target '/"),
     (lambda t: ["--plan", str(t / "nope.json")], "cannot read plan"),
-    (lambda t: ["--from", str(t / "src"), "--to", str(t / "dst"), "--parallelism", "0"], "at least 1"),
-    (lambda t: ["--from", str(t / "src"), "--to", "gs://b/k"], "unsupported scheme"),
+    (lambda t: ["--from", uri(t / "src"), "--to", uri(t / "dst"), "--parallelism", "0"], "at least 1"),
+    (lambda t: ["--from", uri(t / "src"), "--to", "gs://b/k"], "unsupported scheme"),
 ])
 def test_bad_input_exits_2_with_a_message_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                              args, message: str) -> None:
@@ -73,14 +81,14 @@ def test_unreadable_credentials_exit_2_before_anything_is_written(tmp_path: Path
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     write_tree(tmp_path / "src", {"a": b"1"})
     monkeypatch.setenv("HIVECAT_S3_CREDENTIALS_DIR", str(tmp_path / "no-secret-here"))
-    assert distcp("--from", str(tmp_path / "src"), "--to", "s3://lake/t") == 2
+    assert distcp("--from", uri(tmp_path / "src"), "--to", "s3://lake/t") == 2
     assert "S3 credentials" in capsys.readouterr().err
 
 
 def test_failed_unit_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write_tree(tmp_path / "src", {"a": b"1"})
     plan = _plan(tmp_path, {"version": 1, "units": [
-        {"id": "u", "source": str(tmp_path / "src"), "target": str(tmp_path / "dst"), "expected_files": ["b"]}]})
+        {"id": "u", "source": uri(tmp_path / "src"), "target": uri(tmp_path / "dst"), "expected_files": ["b"]}]})
     assert distcp("--plan", plan) == 1
     assert "failed  u" in capsys.readouterr().out
 
@@ -92,3 +100,29 @@ def test_help_lists_distcp_and_its_flags(capsys: pytest.CaptureFixture[str]) -> 
     for flag in ("--plan", "--from", "--to", "--engine", "--verify", "--parallelism", "--bandwidth", "--delete",
                  "--dry-run", "--output"):
         assert flag in out
+
+
+# --- one rule for bare paths, through the installed entry point --------------------------------------------
+
+HIVECAT = str(Path(sys.executable).parent / "hivecat")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (lambda t: ["--from", str(t / "src"), "--to", uri(t / "dst")],
+     lambda t: f"hivecat distcp: --from '{t}/src' is a bare path (no URI scheme); write it as a URI: file://{t}/src"),
+    (lambda t: ["--from", uri(t / "src"), "--to", str(t / "dst")],
+     lambda t: f"hivecat distcp: --to '{t}/dst' is a bare path (no URI scheme); write it as a URI: file://{t}/dst"),
+    (lambda t: ["--from", uri(t / "dst"), "--to", uri(t / "dst") + "/"],
+     lambda t: f"hivecat distcp: source and target are the same location: file://{os.path.realpath(t)}/dst"),
+])
+def test_bare_paths_and_a_same_location_exit_2_with_one_line(tmp_path: Path, args, message) -> None:
+    write_tree(tmp_path / "src", {"a": b"1"})
+    write_tree(tmp_path / "dst", {"old": b"0"})
+    before = read_tree(tmp_path, with_manifest=True)
+    result = subprocess.run([HIVECAT, "distcp", *args(tmp_path), "--engine", "local"], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr == message(tmp_path) + "\n"  # one line, no traceback
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    assert read_tree(tmp_path, with_manifest=True) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dst", "src"]  # no staging beside the target

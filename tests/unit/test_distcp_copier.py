@@ -4,28 +4,33 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
+import subprocess
+import sys
 import threading
+import tracemalloc
 from pathlib import Path
 
 import crc32c
 import pytest
-from support.copy_trees import read_manifest, read_tree, write_tree
+from support.copy_trees import read_manifest, read_tree, uri, write_tree
 
-from hivecat.copy import Copier, CopyOptions, LocalEngine
+from hivecat.copy import Copier, CopyOptions, LocalEngine, S3Settings, Storage
 from hivecat.copy import commit as commit_module
 from hivecat.copy.documents import UNIT_MANIFEST, validate
 from hivecat.copy.engines import SMALL_PLAN_BYTES_PER_CORE, balanced_batches, batch_count
 from hivecat.copy.listing import STAGING_PREFIX
 from hivecat.copy.manifest import MANIFEST_NAME
 from hivecat.copy.plan import plan_from_document, single_unit_plan
-from hivecat.copy.transfer import FileTask
+from hivecat.copy.storage import CREDENTIALS_DIR_ENV
+from hivecat.copy.transfer import FileTask, TransferOptions
 
 FILES = {"part-0.parquet": os.urandom(70_000), "part-1.parquet": b"x" * 1000, "_SUCCESS": b"",
          "nested/part-2.parquet": os.urandom(5000)}
 
 
 def copy(source: Path, target: Path, **options) -> dict:
-    summary = Copier(single_unit_plan(str(source), str(target)), CopyOptions(**options),
+    summary = Copier(single_unit_plan(uri(source), uri(target)), CopyOptions(**options),
                      engine=LocalEngine(4)).run()
     return summary.to_dict()
 
@@ -117,8 +122,11 @@ def test_dry_run_reports_and_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_stale_staging_of_a_crashed_run_is_removed(tmp_path: Path) -> None:
+    """Without a lease (an older hivecat's): once untouched for a lease term; leases: test_distcp_staging."""
     source = write_tree(tmp_path / "src", FILES)
     stale = write_tree(tmp_path / "dst" / f"{STAGING_PREFIX}20200101T000000Z-dead00" / "t", {"half": b"x"})
+    for path in (stale / "half", stale, stale.parent):
+        os.utime(path, (1_577_836_800, 1_577_836_800))  # 2020-01-01
     copy(source, tmp_path / "dst" / "t")
     assert not stale.parent.exists()
     assert sorted(p.name for p in (tmp_path / "dst").iterdir()) == ["t"]
@@ -128,9 +136,9 @@ def test_a_unit_with_a_missing_expected_file_fails_alone(tmp_path: Path) -> None
     write_tree(tmp_path / "src" / "a", FILES)
     write_tree(tmp_path / "src" / "b", FILES)
     plan = plan_from_document({"version": 1, "units": [
-        {"id": "a", "source": str(tmp_path / "src" / "a"), "target": str(tmp_path / "dst" / "a"),
+        {"id": "a", "source": uri(tmp_path / "src" / "a"), "target": uri(tmp_path / "dst" / "a"),
          "expected_files": ["part-0.parquet", "part-9.parquet"]},
-        {"id": "b", "source": str(tmp_path / "src" / "b"), "target": str(tmp_path / "dst" / "b")}]})
+        {"id": "b", "source": uri(tmp_path / "src" / "b"), "target": uri(tmp_path / "dst" / "b")}]})
     summary = Copier(plan, engine=LocalEngine(2)).run().to_dict()
     assert [(u["id"], u["status"]) for u in summary["units"]] == [("a", "failed"), ("b", "done")]
     assert "part-9.parquet" in summary["units"][0]["reason"] and summary["status"] == "failed"
@@ -148,7 +156,7 @@ def test_a_failed_copy_commits_nothing_and_keeps_the_old_unit(tmp_path: Path, mo
     def broken(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(transfer.shutil, "copyfile", broken)
+    monkeypatch.setattr(transfer, "_kernel_copy", broken)
     summary = copy(source, target)
     assert summary["status"] == "failed" and "disk full" in summary["units"][0]["reason"]
     assert read_tree(target, with_manifest=True) == old
@@ -262,13 +270,13 @@ def test_source_changed_during_copy_fails_the_unit(tmp_path: Path, monkeypatch) 
     source = write_tree(tmp_path / "src", FILES)
     import hivecat.copy.transfer as transfer
 
-    real = transfer.shutil.copyfile
+    real = transfer._kernel_copy
 
-    def copy_then_touch(src, dst):
-        real(src, dst)
-        Path(src).write_bytes(b"changed meanwhile")
+    def copy_then_touch(source_fd: int, dest_fd: int) -> None:
+        real(source_fd, dest_fd)
+        Path(os.readlink(f"/proc/self/fd/{source_fd}")).write_bytes(b"changed meanwhile")
 
-    monkeypatch.setattr(transfer.shutil, "copyfile", copy_then_touch)
+    monkeypatch.setattr(transfer, "_kernel_copy", copy_then_touch)
     summary = copy(source, tmp_path / "dst")
     assert summary["status"] == "failed" and "source changed" in summary["units"][0]["reason"]
     assert not (tmp_path / "dst").exists() or list((tmp_path / "dst").iterdir()) == []
@@ -279,3 +287,77 @@ def test_empty_source_unit_commits_an_empty_unit(tmp_path: Path, verify: str) ->
     (tmp_path / "src").mkdir()
     copy(tmp_path / "src", tmp_path / "dst", verify=verify)
     assert read_manifest(tmp_path / "dst")["files"] == [] and read_tree(tmp_path / "dst") == {}
+
+
+# --- hostile manifests fail their own unit ----------------------------------------------------------
+
+def test_a_deeply_nested_or_oversized_manifest_fails_its_own_unit_only(tmp_path: Path) -> None:
+    for name in ("deep", "huge", "plain"):
+        write_tree(tmp_path / "src" / name, FILES)
+    deep = b'{"version":1,"files":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    write_tree(tmp_path / "dst" / "deep", {MANIFEST_NAME: deep, "old": b"kept"})
+    # valid JSON, read in full it would be 65 MiB of memory (and ~5x that parsed, were it entries)
+    huge = json.dumps({"version": 1, "unit_id": "huge", "source": "file:///x", "run_id": "r",
+                       "committed_at": "2026-01-01T00:00:00+00:00", "files": []}).encode()
+    huge += b" " * (65 * 1024 * 1024 - len(huge))
+    write_tree(tmp_path / "dst" / "huge", {MANIFEST_NAME: huge, "old": b"kept"})
+    plan = plan_from_document({"version": 1, "units": [
+        {"id": name, "source": uri(tmp_path / "src" / name), "target": uri(tmp_path / "dst" / name)}
+        for name in ("deep", "huge", "plain")]})
+    tracemalloc.start()
+    try:
+        summary = Copier(plan, engine=LocalEngine(2)).run().to_dict()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    outcome = {u["id"]: (u["status"], u["reason"]) for u in summary["units"]}
+    assert outcome["plain"] == ("done", None) and read_tree(tmp_path / "dst" / "plain") == FILES
+    assert outcome["deep"][0] == "failed" and "nested deeper than" in outcome["deep"][1]
+    assert outcome["huge"][0] == "failed" and "too large" in outcome["huge"][1]
+    assert peak < 16 * 1024 * 1024  # the oversized manifest was refused before it was read
+    # never trusted, never overwritten
+    assert read_tree(tmp_path / "dst" / "deep", with_manifest=True) == {MANIFEST_NAME: deep, "old": b"kept"}
+    assert (tmp_path / "dst" / "huge" / MANIFEST_NAME).stat().st_size == len(huge)
+
+
+# --- what Spark ships to executors ---------------------------------------------------------------
+
+S3_ENV = {"AWS_ACCESS_KEY_ID": "AKIAHIVECATTESTKEY01", "AWS_SECRET_ACCESS_KEY": "hivecat/secret+value/0123456789",
+          "AWS_SESSION_TOKEN": "hivecat-session-token-abcdef", "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+          "AWS_DEFAULT_REGION": "eu-west-1"}
+SECRETS = (S3_ENV["AWS_ACCESS_KEY_ID"], S3_ENV["AWS_SECRET_ACCESS_KEY"], S3_ENV["AWS_SESSION_TOKEN"])
+
+RESOLVE_IN_A_FRESH_PROCESS = """
+import json, pickle, sys
+storage = pickle.loads(sys.stdin.buffer.read())
+s3 = storage.s3
+print(json.dumps([s3.endpoint, s3.region, s3.access_key, s3.secret_key, s3.session_token]))
+"""
+
+
+def unpickled_elsewhere(data: bytes, environment: dict[str, str]) -> list:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("AWS_") and k != CREDENTIALS_DIR_ENV}
+    result = subprocess.run([sys.executable, "-c", RESOLVE_IN_A_FRESH_PROCESS], input=data, capture_output=True,
+                            env={**clean, **environment}, timeout=60)
+    assert result.returncode == 0, result.stderr.decode()
+    return json.loads(result.stdout)
+
+
+def test_pickled_storage_carries_no_s3_secret_and_executors_resolve_it_again(tmp_path: Path) -> None:
+    from pyspark import cloudpickle
+
+    storage = Storage(S3Settings.from_environment(S3_ENV))
+    for data in (pickle.dumps(storage), cloudpickle.dumps(TransferOptions(storage))):  # Spark: cloudpickle
+        assert not [secret for secret in SECRETS if secret.encode() in data]
+    assert not [secret for secret in SECRETS if secret in repr(storage)]
+    assert unpickled_elsewhere(pickle.dumps(storage), S3_ENV) == ["http://127.0.0.1:9", "eu-west-1", *SECRETS]
+
+
+def test_credentials_from_a_mounted_secret_travel_as_its_path(tmp_path: Path) -> None:
+    (tmp_path / "access-key-id").write_text("AKIAFROMSECRETFILE01\n")
+    (tmp_path / "secret-access-key").write_text("secret/from+the/mounted+file\n")
+    environment = {CREDENTIALS_DIR_ENV: str(tmp_path), "AWS_ENDPOINT_URL": "http://127.0.0.1:9"}
+    data = pickle.dumps(Storage(S3Settings.from_environment(environment)))
+    assert b"AKIAFROMSECRETFILE01" not in data and b"secret/from+the/mounted+file" not in data
+    assert unpickled_elsewhere(data, environment) == [
+        "http://127.0.0.1:9", "us-east-1", "AKIAFROMSECRETFILE01", "secret/from+the/mounted+file", None]

@@ -10,9 +10,9 @@ from hivecat.copy import documents
 from hivecat.copy.documents import DocumentError
 from hivecat.copy.manifest import FileEntry, UnitManifest, manifest_from_document
 from hivecat.copy.plan import plan_from_document
-from hivecat.copy.summary import FAILED, RunSummary, UnitResult
+from hivecat.copy.summary import FAILED, CopySummary, UnitResult
 
-PLAN = {"version": 1, "units": [{"id": "db.t/dt=1", "source": "/data/t/dt=1", "target": "/copy/t/dt=1",
+PLAN = {"version": 1, "units": [{"id": "db.t/dt=1", "source": "file:///data/t/dt=1", "target": "file:///copy/t/dt=1",
                                  "expected_files": ["part-0.parquet"]}]}
 
 
@@ -37,9 +37,10 @@ def test_wrong_version_is_named_as_such(version) -> None:
 
 @pytest.mark.parametrize(("document", "message"), [
     ({"version": 1, "units": []}, "should be non-empty"),
-    ({"version": 1, "units": [{"id": "x", "source": "/a"}]}, "'target' is a required property"),
-    ({"version": 1, "units": [{"id": "x", "source": "/a", "target": "/b", "extra": 1}]}, "Additional properties"),
-    ({"version": 1, "units": [{"id": "", "source": "/a", "target": "/b"}]}, "units/0/id"),
+    ({"version": 1, "units": [{"id": "x", "source": "file:///a"}]}, "'target' is a required property"),
+    ({"version": 1, "units": [{"id": "x", "source": "file:///a", "target": "file:///b", "extra": 1}]},
+     "Additional properties"),
+    ({"version": 1, "units": [{"id": "", "source": "file:///a", "target": "file:///b"}]}, "units/0/id"),
     ([1, 2], "expected a JSON object"),
 ])
 def test_malformed_plans_are_refused_with_the_place(document, message: str) -> None:
@@ -64,9 +65,9 @@ def test_manifest_round_trips_and_rejects_a_bad_checksum() -> None:
 
 
 def test_run_summary_validates_and_counts() -> None:
-    summary = RunSummary("r1", "local", "size", False, False, "2026-01-01T00:00:00+00:00", 1.5,
-                         [UnitResult("a", "s", "t", "done", None, 2, 10, 1, 0),
-                          UnitResult("b", "s2", "t2", FAILED, "boom")])
+    summary = CopySummary("r1", "local", "size", False, False, "2026-01-01T00:00:00+00:00", 1.5,
+                          [UnitResult("a", "s", "t", "done", None, 2, 10, 1, 0),
+                           UnitResult("b", "s2", "t2", FAILED, "boom")])
     document = summary.to_dict()
     assert document["status"] == "failed"
     assert document["totals"] == {"units_done": 1, "units_skipped": 0, "units_failed": 1, "files_copied": 2,
@@ -74,3 +75,35 @@ def test_run_summary_validates_and_counts() -> None:
     summary.engine = "mapreduce"
     with pytest.raises(DocumentError, match="engine"):
         summary.to_dict()
+
+
+@pytest.mark.parametrize("text", [b"[" * 100_000 + b"]" * 100_000,
+                                  b'{"version":1,"files":' + b'[{"a":' * 50_000 + b"1}]" * 50_000 + b"}",
+                                  '{"version":1,"files":' + "[" * 40 + "]" * 40 + "}"])
+def test_nesting_deeper_than_the_bound_is_refused_without_recursion(text) -> None:
+    with pytest.raises(DocumentError, match=f"unit manifest m.json: nested deeper than {documents.MAX_NESTING}"):
+        documents.parse(documents.UNIT_MANIFEST, text, "m.json")
+
+
+def test_nesting_up_to_the_bound_is_left_to_the_schema() -> None:
+    def nested(depth: int) -> str:  # the top-level object is level 1
+        return '{"version":1,"units":[],"extra":' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
+
+    with pytest.raises(DocumentError, match="Additional properties"):
+        documents.parse(documents.PLAN, nested(documents.MAX_NESTING))
+    with pytest.raises(DocumentError, match="nested deeper than"):
+        documents.parse(documents.PLAN, nested(documents.MAX_NESTING + 1))
+
+
+def test_malformed_json_is_reported_as_not_json_not_as_nesting() -> None:
+    with pytest.raises(DocumentError, match="not JSON"):
+        documents.parse(documents.PLAN, b'{"version": 1, "units": [}')
+
+
+@pytest.mark.parametrize("document", [{"version": 1, "units": "x" * 1_000_000},
+                                      {"version": "x" * 1_000_000, "units": []},
+                                      {"version": json.loads("[" * 900 + "]" * 900), "units": []}])
+def test_a_huge_or_deep_invalid_value_does_not_make_a_huge_message(document) -> None:
+    with pytest.raises(DocumentError) as refused:
+        documents.validate(documents.PLAN, document)
+    assert len(str(refused.value)) < 500

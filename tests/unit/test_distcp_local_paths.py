@@ -1,5 +1,5 @@
 """The local fast paths agree with the generic pyarrow ones they stand in for: listing (os.scandir vs
-FileSelector) and checksums (reused buffer vs pyarrow streams); the in-kernel copy of checksum mode is
+FileSelector, but links listed as themselves, never followed) and checksums (reused buffer vs pyarrow streams); the in-kernel copy of checksum mode is
 compared byte for byte with its source (any differing byte, a short copy or a source changed
 meanwhile fails the unit, nothing committed) and falls back to sendfile; and the CLI stays light at
 startup."""
@@ -16,9 +16,10 @@ from pathlib import Path
 import crc32c
 import pytest
 from pyarrow import fs as pafs
+from support.copy_trees import uri
 
 from hivecat.copy import Copier, CopyOptions, LocalEngine, single_unit_plan, transfer
-from hivecat.copy.listing import STAGING_PREFIX, FileStat, _list_local
+from hivecat.copy.listing import LINK_REFUSAL, STAGING_PREFIX, FileStat, _list_local
 from hivecat.copy.manifest import MANIFEST_NAME
 from hivecat.copy.transfer import LOCAL_CHUNK_BYTES, CopyFailed, _compare_with_source, hash_file
 
@@ -33,7 +34,7 @@ def pyarrow_listing(root: Path) -> dict[str, FileStat]:
     return files
 
 
-def test_scandir_listing_matches_pyarrows(tmp_path: Path) -> None:
+def test_scandir_listing_matches_pyarrows_but_for_links(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     (elsewhere / "deep").mkdir(parents=True)
     (elsewhere / "deep" / "linked.parquet").write_bytes(b"l" * 7)
@@ -43,13 +44,18 @@ def test_scandir_listing_matches_pyarrows(tmp_path: Path) -> None:
         (unit / relative).parent.mkdir(parents=True, exist_ok=True)
         (unit / relative).write_bytes(b"x" * size)
     os.utime(unit / "a.parquet", ns=(1, 1_700_000_000_123_456_789))
-    (unit / "to-dir").symlink_to(elsewhere)
-    (unit / "to-file").symlink_to(unit / "a.parquet")
-    (unit / "broken").symlink_to(tmp_path / "nowhere")
+    assert _list_local(str(unit)) == pyarrow_listing(unit) and not _list_local(str(unit)).refused
+    links = {"to-dir": elsewhere, "to-file": unit / "a.parquet", "broken": tmp_path / "nowhere"}
+    for name, to in links.items():
+        (unit / name).symlink_to(to)
     listed = _list_local(str(unit))
-    assert listed == pyarrow_listing(unit)
-    assert set(listed) == {"a.parquet", "dt=1/b.parquet", "dt=1/x/c", f"dt=1/{STAGING_PREFIX}kept",
-                           "to-dir/deep/linked.parquet", "to-file"}
+    followed = pyarrow_listing(unit)  # pyarrow follows links, and leaves broken ones out
+    assert set(followed) - set(listed) == {"to-dir/deep/linked.parquet"}
+    assert set(listed) == {"a.parquet", "dt=1/b.parquet", "dt=1/x/c", f"dt=1/{STAGING_PREFIX}kept", *links}
+    assert listed.refused == {name: LINK_REFUSAL for name in links}
+    for name in links:  # each link by its own lstat, not by what it points to
+        stat = (unit / name).lstat()
+        assert listed[name] == FileStat(stat.st_size, stat.st_mtime_ns)
     assert listed["a.parquet"] == FileStat(3, 1_700_000_000_123_456_789)
     assert _list_local(str(tmp_path / "missing")) == {} == pyarrow_listing(tmp_path / "missing")
 
@@ -91,7 +97,7 @@ def test_the_copy_is_compared_with_the_source_byte_for_byte(tmp_path: Path, monk
 
 
 def checksum_copy(source: Path, target: Path) -> dict:
-    return Copier(single_unit_plan(str(source), str(target)), CopyOptions(verify="checksum"),
+    return Copier(single_unit_plan(uri(source), uri(target)), CopyOptions(verify="checksum"),
                   engine=LocalEngine(2)).run().to_dict()
 
 
@@ -101,19 +107,13 @@ def test_a_local_copy_that_differs_from_its_source_fails_the_unit(tmp_path: Path
     source.mkdir()
     (source / "part-0").write_bytes(os.urandom(100_000))
 
-    def flip_one_byte(src: str, dst: str) -> None:  # a copy of the right size with one byte wrong
-        data = bytearray(Path(src).read_bytes())
-        data[50_000] ^= 1
-        Path(dst).write_bytes(data)
-
     def kernel_copy_flipping_one_byte(source_fd: int, dest_fd: int) -> None:
         data = bytearray(os.pread(source_fd, 1 << 20, 0))
         data[50_000] ^= 1
         os.write(dest_fd, data)
 
-    monkeypatch.setattr(transfer.shutil, "copyfile", flip_one_byte)  # the size mode's copy
-    monkeypatch.setattr(transfer, "_kernel_copy", kernel_copy_flipping_one_byte)  # the checksum mode's
-    plan = single_unit_plan(str(source), str(tmp_path / "dst"))
+    monkeypatch.setattr(transfer, "_kernel_copy", kernel_copy_flipping_one_byte)  # both modes' copy
+    plan = single_unit_plan(uri(source), uri(tmp_path / "dst"))
     assert Copier(plan, CopyOptions(verify="size"), engine=LocalEngine(2)).run().status == "succeeded"  # size only
     summary = checksum_copy(source, tmp_path / "dst2")
     assert summary["status"] == "failed"

@@ -10,9 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy.dialects import mysql, postgresql
 
+from hivecat.locations.filter_glue import GLUE_MAX_EXPRESSION, to_glue_expression
+from hivecat.locations.filter_sql import to_sql
 from hivecat.locations.partition_filter import (
-    And, Between, Compare, Expr, FilterError, In, KeyKind, Like, Not, Or, evaluate, key_kind, parse_filter,
-    to_glue_expression, to_sql,
+    MAX_FILTER_CHARS, MAX_IN_VALUES, MAX_PREDICATES, MAX_VALUES, And, Between, Compare, Expr, FilterError, In,
+    KeyKind, Like, Not, Or, check_filter_syntax, evaluate, key_kind, parse_filter,
 )
 
 KEYS = {"ds": "string", "hr": "int", "dt": "date", "price": "decimal(10,2)", "Region": "varchar(10)",
@@ -113,11 +115,59 @@ def test_precedence_not_over_and_over_or(text: str, expected: Expr) -> None:
 
 
 def test_long_chains_stay_flat() -> None:
-    text = " OR ".join(f"hr = {n}" for n in range(5000))
+    text = " OR ".join(f"hr = {n}" for n in range(MAX_PREDICATES))
     expr = parse(text)
-    assert isinstance(expr, Or) and len(expr.operands) == 5000
-    assert evaluate(expr, {"hr": "4999"})
-    assert to_glue_expression(expr).count(" OR ") == 4999
+    assert isinstance(expr, Or) and len(expr.operands) == MAX_PREDICATES
+    assert evaluate(expr, {"hr": str(MAX_PREDICATES - 1)})
+    assert to_glue_expression(Or(expr.operands[:100])).count(" OR ") == 99
+
+
+# --- size limits (a filter may come from a custom resource; it becomes one statement on the metastore) ----
+
+def in_list(key: str, values: range) -> str:
+    return f"{key} IN ({', '.join(str(v) for v in values)})"
+
+
+def test_filters_up_to_the_limits_are_accepted() -> None:
+    assert parse(in_list("hr", range(MAX_IN_VALUES))) == In("hr", I, tuple(range(MAX_IN_VALUES)))
+    lists = MAX_VALUES // MAX_IN_VALUES
+    expr = parse(" OR ".join(in_list("hr", range(n * MAX_IN_VALUES, (n + 1) * MAX_IN_VALUES)) for n in range(lists)))
+    assert isinstance(expr, Or) and sum(len(o.values) for o in expr.operands) == MAX_VALUES
+    assert evaluate(expr, {"hr": str(MAX_VALUES - 1)}) and not evaluate(expr, {"hr": str(MAX_VALUES)})
+
+
+def _at(text: str, fragment: str, occurrence: int = 1) -> int:
+    """Offset of the occurrence-th `fragment` in `text`."""
+    position = -1
+    for _ in range(occurrence):
+        position = text.index(fragment, position + 1)
+    return position
+
+
+def _limit_cases() -> list:
+    too_long_list = in_list("hr", range(MAX_IN_VALUES + 1))
+    too_many_predicates = " AND ".join(["ds != 'x'"] * (MAX_PREDICATES + 1))
+    lists = [in_list("hr", range(MAX_IN_VALUES)) for _ in range(MAX_VALUES // MAX_IN_VALUES)]
+    too_many_values = " OR ".join(lists + ["hr BETWEEN 1 AND 2"])
+    return [
+        pytest.param(too_long_list, f"the IN list has more values than the limit of {MAX_IN_VALUES}",
+                     _at(too_long_list, f" {MAX_IN_VALUES})") + 1, id="in-values"),
+        pytest.param(too_many_predicates, f"more predicates than the limit of {MAX_PREDICATES}",
+                     _at(too_many_predicates, "ds", MAX_PREDICATES + 1), id="predicates"),
+        pytest.param(too_many_values, f"more values than the limit of {MAX_VALUES} in all",
+                     _at(too_many_values, "BETWEEN 1") + len("BETWEEN "), id="values"),  # its first bound
+        pytest.param(f"ds = '{'x' * MAX_FILTER_CHARS}'", f"longer than the limit of {MAX_FILTER_CHARS} characters",
+                     None, id="chars"),
+    ]
+
+
+@pytest.mark.parametrize("text, message, position", _limit_cases())
+def test_filters_past_a_limit_are_refused_naming_it(text: str, message: str, position: int | None) -> None:
+    for check in (parse, check_filter_syntax):  # with the table's keys, and before connecting (the CLI)
+        with pytest.raises(FilterError) as raised:
+            check(text)
+        assert message in str(raised.value)
+        assert raised.value.position == position
 
 
 @pytest.mark.parametrize("text, message, position", [
@@ -393,6 +443,16 @@ def test_glue_refuses_what_it_cannot_write_safely(text: str, keys: dict[str, str
         to_glue_expression(expr)
 
 
+def test_glue_refuses_an_expression_longer_than_glue_accepts() -> None:
+    # GetPartitions takes at most GLUE_MAX_EXPRESSION characters (botocore refuses the call otherwise): such a
+    # filter is fetched unfiltered and evaluated here instead.
+    longest = Compare("ds", S, "=", "v" * (GLUE_MAX_EXPRESSION - len("ds = ''")))
+    assert len(to_glue_expression(longest)) == GLUE_MAX_EXPRESSION
+    for too_long in (Compare("ds", S, "=", longest.value + "v"), In("ds", S, tuple(f"{n:05d}" for n in range(300)))):
+        with pytest.raises(FilterError, match=f"more than the {GLUE_MAX_EXPRESSION} Glue accepts"):
+            to_glue_expression(too_long)
+
+
 # --- SQL rendering ---------------------------------------------------------------------------------
 
 def value_of(key: str) -> sa.ColumnElement[str]:
@@ -432,5 +492,14 @@ def test_sql_like_is_case_sensitive_with_our_own_escape() -> None:
 
 def test_sql_structure_follows_the_tree() -> None:
     text = compiled("ds = 'a' or not (hr between 1 and 2) and ds in ('b', 'c')", postgresql.dialect())
-    assert text.count(" OR ") == 2 and " OR NOT (CASE WHEN" in text and text.count("BETWEEN") == 0
+    assert text.count(" OR ") == 1 and " OR NOT (CASE WHEN" in text and text.count("BETWEEN") == 0
     assert text.count(">= 1") == 1 and text.count("<= 2") == 1
+    assert text.endswith("(v_ds) COLLATE \"C\" IN (('b') COLLATE \"C\", ('c') COLLATE \"C\")")
+
+
+@pytest.mark.parametrize("dialect", [mysql.dialect(), postgresql.dialect()], ids=["mysql", "postgresql"])
+def test_sql_in_reads_the_stored_value_once(dialect) -> None:
+    # The stored value may be a subquery and an integral key's test is a CASE with two regular expressions:
+    # an IN list must not repeat them once per value.
+    for text, once in ((in_list("hr", range(50)), "CASE WHEN"), ("ds in ('a', 'b', 'c')", "v_ds")):
+        assert compiled(text, dialect).count(once) == 1, text

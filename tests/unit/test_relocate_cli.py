@@ -2,73 +2,67 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import re
 
 import pytest
 
 from hivecat import cli
 from hivecat.catalog.model import KindCounts, ObjectKind, RelocationReport
-from hivecat.commands.relocate import ApiTarget, UsageError, api_target, catalog_url, format_report, journal_url
-
-
-def test_password_in_url_is_rejected() -> None:
-    with pytest.raises(UsageError, match="HIVECAT_CATALOG_PASSWORD"):
-        catalog_url("mysql://hive:topsecret@db:3306/hms", None)
-
-
-def test_short_schemes_map_to_drivers_and_password_comes_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HIVECAT_CATALOG_PASSWORD", "from-env")
-    url = catalog_url("mariadb://hive@db:3306/hms", None)
-    assert (url.drivername, url.password) == ("mysql+pymysql", "from-env")
-    assert catalog_url("postgresql://hive@db/hms", None).drivername == "postgresql+psycopg"
-
-
-def test_password_file_wins_and_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
-    secret = tmp_path / "pw"
-    secret.write_text("from-file\n")
-    assert catalog_url("mysql://hive@db/hms", secret).password == "from-file"
-    with pytest.raises(UsageError, match="cannot read --password-file"):
-        catalog_url("mysql://hive@db/hms", tmp_path / "missing")
-
-
-@pytest.mark.parametrize("url,message", [
-    ("not a url", "is not a database URL"),
-    ("sqlite:///x.db", "unsupported catalog database"),
-])
-def test_bad_catalog_urls(url: str, message: str) -> None:
-    with pytest.raises(UsageError, match=message):
-        catalog_url(url, None)
+from hivecat.catalog.targets import GlueTarget, InvalidTarget, SqlTarget, ThriftTarget, target_from_url
+from hivecat.commands.relocate import format_report, journal_url
 
 
 @pytest.mark.parametrize("url,target", [
-    ("glue://eu-west-1", ApiTarget("glue", "eu-west-1")),
-    ("glue://us-gov-west-1/123456789012", ApiTarget("glue", "us-gov-west-1", catalog_id="123456789012")),
-    ("thrift://metastore:9083", ApiTarget("thrift", "metastore", 9083)),
-    ("mysql://hive@db/hms", None),
+    ("mysql://hive@db:3306/hms", SqlTarget("mysql", "db", "hms", "hive", 3306)),
+    ("mariadb://hive@db/hms", SqlTarget("mysql", "db", "hms", "hive")),
+    ("postgresql://hive@db:5433/hms", SqlTarget("postgresql", "db", "hms", "hive", 5433)),
+    ("postgres://hive@db/hms", SqlTarget("postgresql", "db", "hms", "hive")),
+    ("glue://eu-west-1", GlueTarget("eu-west-1")),
+    ("glue://us-gov-west-1/123456789012", GlueTarget("us-gov-west-1", "123456789012")),
+    ("thrift://metastore:9083", ThriftTarget("metastore", 9083)),
+    ("thrift://metastore", ThriftTarget("metastore", 9083)),
 ])
-def test_api_catalog_urls(url: str, target: ApiTarget | None) -> None:
-    assert api_target(url) == target
+def test_catalog_urls_become_typed_targets(url: str, target: object) -> None:
+    assert target_from_url(url) == target
+
+
+def test_sql_target_url_maps_dialect_to_driver_and_names_without_password() -> None:
+    target = target_from_url("mariadb://hive@db/hms")
+    assert isinstance(target, SqlTarget)
+    url = target.url("s3cret")
+    assert (url.drivername, url.port, url.password) == ("mysql+pymysql", 3306, "s3cret")
+    assert target.name == "mysql://db:3306/hms" and "s3cret" not in repr(target)
+    assert target_from_url("postgresql://hive@db/hms").url(None).drivername == "postgresql+psycopg"
 
 
 @pytest.mark.parametrize("url,message", [
-    ("glue://EU_WEST", "expected glue://REGION"),
+    ("not a url", "is not a catalog URL"),
+    ("sqlite:///x.db", "unsupported catalog 'sqlite'"),
+    ("mysql://hive:topsecret@db/hms", "carries a password"),
+    ("mysql://hive@db/hms?password=topsecret", "carries a password"),
+    ("mysql://u@127.0.0.1:notaport/db", "port must be a number from 1 to 65535, not 'notaport'"),
+    ("mysql://u@db:70000/db", "port must be a number"),
+    ("mysql://u@db", "expected mysql://USER@HOST[:PORT]/DATABASE"),
+    ("glue://EU_WEST", "is not an AWS region"),
     ("glue://eu-west-1:443", "expected glue://REGION"),
-    ("glue://key:secret@eu-west-1", "no user, password"),
-    ("thrift://metastore", "expected thrift://HOST:PORT"),
+    ("glue://key:topsecret@eu-west-1", "credentials come from the usual AWS chain"),
+    ("glue://eu-west-1/12", "is not a Glue catalog id"),
     ("thrift://metastore:port", "port must be a number"),
     ("thrift://metastore:9083/db", "expected thrift://HOST:PORT"),
+    ("thrift://hive:topsecret@metastore:9083", "Thrift API takes no user or password"),
 ])
-def test_bad_api_catalog_urls_exit_2(url: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["relocate", "--catalog", url, "--from", "s3://a/x", "--to", "s3://b/x"]) == 2
-    err = capsys.readouterr().err
-    assert message in err and "secret" not in err
+def test_bad_catalog_urls_are_invalid_targets(url: str, message: str) -> None:
+    with pytest.raises(InvalidTarget, match=re.escape(message)) as raised:
+        target_from_url(url)
+    assert "topsecret" not in str(raised.value)
 
 
 @pytest.mark.parametrize("extra,message", [
-    (["--segments", "11"], "--segments must be 1..10"),
-    (["--segments", "0"], "--segments must be 1..10"),
+    (["--segments", "11"], "1 to 10 segments, not 11"),
+    (["--segments", "0"], "1 to 10 segments, not 0"),
     (["--chunk-size", "0"], "--chunk-size must be at least 1"),
     (["--journal-url", "mysql://u:hunter2@db/journal"], "HIVECAT_JOURNAL_PASSWORD"),
+    (["--journal-url", "mysql://u@db/journal?password=hunter2"], "HIVECAT_JOURNAL_PASSWORD"),
     (["--journal-url", "::"], "is not a database URL"),
 ])
 def test_bad_api_options_exit_2(extra: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -94,7 +88,7 @@ def test_journal_password_comes_from_env(monkeypatch: pytest.MonkeyPatch) -> Non
 @pytest.mark.parametrize("argv,message", [
     (["--catalog", "mysql://h/db"], "--from and --to are required"),
     (["--catalog", "mysql://h/db", "--from", "a", "--to", "b", "--table", "t"], "--table needs its database"),
-    (["--catalog", "mysql://u:pw@h/db", "--from", "a", "--to", "b"], "not in --catalog"),
+    (["--catalog", "mysql://u:pw@h/db", "--from", "s3://a/x", "--to", "s3://b/x"], "carries a password"),
 ])
 def test_usage_errors_exit_2_with_message(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["relocate", *argv]) == 2

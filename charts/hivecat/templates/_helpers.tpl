@@ -58,9 +58,10 @@ runs catalogs and copies with.
 - apiGroups: ["", events.k8s.io]
   resources: [events]
   verbs: [create, patch]
-# Metastore Deployment and Service, client ConfigMaps, and service accounts that carry IRSA roles.
+# Metastore Service and client ConfigMaps. (No serviceaccounts: resources name existing ones, from the
+# allow-list, and the operator creates none.)
 - apiGroups: [""]
-  resources: [configmaps, services, serviceaccounts]
+  resources: [configmaps, services]
   verbs: [get, list, watch, create, update, patch, delete]
 - apiGroups: [apps]
   resources: [deployments]
@@ -80,4 +81,17 @@ runs catalogs and copies with.
 - apiGroups: [coordination.k8s.io]
   resources: [leases]
   verbs: [get, list, watch, create, update, patch, delete]
+{{- end -}}
+
+
+{{/* The namespaces the operator watches: watchNamespaces, else the release's own; never kube-system. */}}
+{{- define "hivecat.watchNamespaces" -}}
+{{- if and .Values.clusterWide .Values.watchNamespaces -}}
+{{- fail "set either clusterWide or watchNamespaces, not both" -}}
+{{- end -}}
+{{- $namespaces := .Values.watchNamespaces | default (list .Release.Namespace) -}}
+{{- if has "kube-system" $namespaces -}}
+{{- fail "the operator does not watch kube-system" -}}
+{{- end -}}
+{{- toJson $namespaces -}}
 {{- end -}}

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from hivecat.catalog.model import (
-    DatabaseInfo, PartitionInfo, RelocationReport, RelocationRequest, RunSummary, TableInfo,
+    DatabaseInfo, PartitionInfo, RelocationReport, RelocationRequest, JournaledRun, TableInfo,
 )
 
 
@@ -33,7 +33,7 @@ class Catalog(Protocol):
         """Restore every value run_id changed that still holds what the run wrote."""
         ...
 
-    def history(self) -> Sequence[RunSummary]: ...
+    def history(self) -> Sequence[JournaledRun]: ...
 
     def set_params(self, database: str, table: str, params: Mapping[str, str],
                    partition_values: Sequence[str] | None = None) -> None:

@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
 from hivecat.catalog.model import (
-    ObjectKind, Refusal, RelocationRefused, RelocationReport, RelocationRequest, RunSummary,
+    ObjectKind, Refusal, RelocationRefused, RelocationReport, RelocationRequest, JournaledRun,
 )
 
 # Entry states: planned -> applied | conflicted | failed; applied -> undone | undo-conflicted | undo-failed.
@@ -109,6 +109,13 @@ def request_to_json(request: RelocationRequest) -> str:
     return json.dumps(asdict(request), sort_keys=True)
 
 
+class JournalUnavailable(Exception):
+    """The journal cannot be created or written with the catalog's credentials. The message says what an
+    administrator grants (or creates) once; nothing was written."""
+
+    reason = "JournalUnavailable"
+
+
 class Journal:
     def __init__(self, engine: sa.Engine, schema: str | None):
         self.engine = engine
@@ -132,6 +139,17 @@ class Journal:
                     name = self.engine.dialect.identifier_preparer.quote(column.name)
                     conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {name} {kind}"))
 
+    def check_writable(self) -> None:
+        """Statements of every kind a run sends, matching no row, in a transaction rolled back: a user who
+        may read the journal but not write it is found before a run starts, not in its middle."""
+        with self.engine.connect() as conn, conn.begin() as transaction:
+            for table in (self.runs, self.entries):
+                columns = [table.c[name] for name in table.c.keys()]
+                conn.execute(table.insert().from_select(columns, sa.select(*columns).where(sa.false())))
+                conn.execute(table.update().where(sa.false()).values({columns[0].name: columns[0]}))
+                conn.execute(table.delete().where(sa.false()))
+            transaction.rollback()
+
     def new_run(self, conn: sa.Connection, catalog: str, request: RelocationRequest) -> str:
         run_id = uuid.uuid4().hex
         conn.execute(self.runs.insert().values(
@@ -151,7 +169,7 @@ class Journal:
             raise RelocationRefused([Refusal(
                 "unfinished-run",
                 f"run {unfinished.run_id} ({unfinished.old_prefix} -> {unfinished.new_prefix}) did not finish: "
-                f"rerun that same command to resume it, or undo it with --undo {unfinished.run_id}")])
+                f"rerun that same request to resume it, or undo run {unfinished.run_id}", option="undo")])
         return unfinished.run_id if unfinished is not None else None
 
     def undoable_run(self, conn: sa.Connection, catalog: str, run_id: str) -> sa.Row:
@@ -174,14 +192,14 @@ class Journal:
             values["report"] = json.dumps(report, sort_keys=True)
         conn.execute(self.runs.update().where(self.runs.c.run_id == run_id).values(**values))
 
-    def history(self, conn: sa.Connection, catalog: str) -> list[RunSummary]:
+    def history(self, conn: sa.Connection, catalog: str) -> list[JournaledRun]:
         counts = (sa.select(self.entries.c.run_id, sa.func.count().label("rows"))
                   .group_by(self.entries.c.run_id).subquery())
         rows = conn.execute(
             sa.select(self.runs, sa.func.coalesce(counts.c.rows, 0).label("rows"))
             .outerjoin(counts, counts.c.run_id == self.runs.c.run_id)
             .where(self.runs.c.catalog == catalog).order_by(self.runs.c.started_at, self.runs.c.run_id))
-        return [RunSummary(r.run_id, r.catalog, r.old_prefix, r.new_prefix, r.status, r.started_at.isoformat(),
+        return [JournaledRun(r.run_id, r.catalog, r.old_prefix, r.new_prefix, r.status, r.started_at.isoformat(),
                            r.finished_at.isoformat() if r.finished_at else None, int(r.rows)) for r in rows]
 
     def chunks(self, conn: sa.Connection, run_id: str, state: str) -> list[tuple[str, int]]:

@@ -97,8 +97,24 @@ class Refusal:
     """Why an object (or the whole run, when `table` is None) may not be relocated."""
 
     reason: str    # machine-readable: iceberg, acid, scheme-change, overlap, invalid-uri, not-found, ...
-    message: str
+    message: str   # words only: never a CLI flag or a spec field (each front end adds how via `option`)
     table: str | None = None
+    option: str | None = None  # the RelocationRequest option (or action: "undo") that would allow it
+
+
+# Why a table's locations must not be rewritten by a metastore update (Refusal reasons iceberg, acid).
+UNSAFE_TABLE_WHY = {
+    "iceberg": "is an Iceberg table: its metadata files hold absolute paths that a metastore rewrite cannot "
+               "change",
+    "acid": "is a transactional (ACID) table: its delta directories and write ids are tied to the location; "
+            "allow transactional tables only after moving its data consistently",
+}
+
+
+def unsafe_table_refusal(qualified_name: str, reason: str) -> Refusal:
+    """The refusal of one Iceberg or ACID table (allowing ACID tables is the request's force_acid)."""
+    return Refusal(reason, f"{qualified_name} {UNSAFE_TABLE_WHY[reason]}", qualified_name,
+                   option="force_acid" if reason == "acid" else None)
 
 
 class RelocationRefused(Exception):
@@ -162,8 +178,8 @@ class RelocationReport:
 
 
 @dataclass(frozen=True)
-class RunSummary:
-    """One line of `hivecat relocate --history`."""
+class JournaledRun:
+    """One journaled run, as a catalog's history lists it."""
 
     run_id: str
     catalog: str

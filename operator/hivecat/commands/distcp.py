@@ -18,7 +18,7 @@ from hivecat.copy.storage import CREDENTIALS_DIR_ENV, ENDPOINT_ENVS, S3Settings,
 
 if TYPE_CHECKING:
     from hivecat.copy.copier import Copier
-    from hivecat.copy.summary import RunSummary
+    from hivecat.copy.summary import CopySummary
 
 EXIT_FAILED_UNITS, EXIT_USAGE = 1, 2
 
@@ -29,14 +29,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Copy each unit (a directory: an unpartitioned table or one partition) from source to "
                     "target. Files already up to date are skipped; the rest is copied into a hidden staging "
                     "directory beside the target, verified, and committed as a whole, with a "
-                    "_hivecat_manifest.json inside. Nothing is written under a source. S3 settings come from "
-                    f"the environment: endpoint from ${' / $'.join(ENDPOINT_ENVS)}, credentials from the files "
-                    f"in ${CREDENTIALS_DIR_ENV} (access-key-id, secret-access-key) or $AWS_ACCESS_KEY_ID / "
-                    "$AWS_SECRET_ACCESS_KEY, never from the command line.")
+                    "_hivecat_manifest.json inside. Nothing is written under a source. Locations are URIs "
+                    "(file://, s3://, hdfs://), as for `hivecat relocate`: a bare path is refused. S3 settings "
+                    f"come from the environment: endpoint from ${' / $'.join(ENDPOINT_ENVS)}, credentials from "
+                    f"the files in ${CREDENTIALS_DIR_ENV} (access-key-id, secret-access-key) or "
+                    "$AWS_ACCESS_KEY_ID / $AWS_SECRET_ACCESS_KEY, never from the command line.")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--plan", type=Path, help="a plan document (JSON, version 1): the units to copy")
-    what.add_argument("--from", dest="source", metavar="URI", help="source directory (one unit; needs --to)")
-    p.add_argument("--to", dest="target", metavar="URI", help="target directory (with --from)")
+    what.add_argument("--from", dest="source", metavar="URI",
+                      help="source directory URI, e.g. file:///data/t or s3://bucket/t (one unit; needs --to)")
+    p.add_argument("--to", dest="target", metavar="URI", help="target directory URI (with --from)")
     p.add_argument("--engine", choices=("auto", "spark", "local"), default="auto",
                    help="local: threads in this process; spark: Spark executors; auto: by size (default)")
     p.add_argument("--verify", choices=("size", "checksum"), default="size",
@@ -62,7 +64,7 @@ def _copier(args: argparse.Namespace) -> Copier:
     else:
         if not args.target:
             raise CopyInputError("--from needs --to")
-        plan = single_unit_plan(args.source, args.target)
+        plan = single_unit_plan(args.source, args.target, roles=("--from", "--to"))
     if args.parallelism is not None and args.parallelism < 1:
         raise CopyInputError("--parallelism must be at least 1")
     if args.bandwidth is not None and args.bandwidth <= 0:
@@ -96,7 +98,7 @@ class ProgressBar:
         sys.stderr.flush()
 
 
-def format_summary(summary: RunSummary) -> str:
+def format_summary(summary: CopySummary) -> str:
     totals = summary.totals()
     title = "dry run" if summary.dry_run else summary.status
     lines = [f"run {summary.run_id} ({title}, engine {summary.engine}, verify {summary.verify}): "

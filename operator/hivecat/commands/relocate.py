@@ -3,24 +3,36 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
-import re
 import sys
-import urllib.parse
-from dataclasses import dataclass
 from pathlib import Path
 
 import sqlalchemy as sa
 
-from hivecat.catalog.model import DEFAULT_PARAM_KEYS, RelocationRefused, RelocationReport, RelocationRequest, Scope
+from hivecat.catalog.connect import CatalogUnavailable, JournalSettings, open_catalog
+from hivecat.catalog.journal import JournalUnavailable
+from hivecat.catalog.run import checked_prefixes
+from hivecat.catalog.model import (
+    DEFAULT_PARAM_KEYS, Refusal, RelocationRefused, RelocationReport, RelocationRequest, Scope,
+)
+from hivecat.catalog.targets import (
+    SQL_DRIVERS, SQL_SCHEMES, CatalogTarget, GlueTarget, InvalidTarget, SqlTarget, target_from_url,
+)
+from hivecat.locations.partition_filter import FilterError, check_filter_syntax
 
 PASSWORD_ENV = "HIVECAT_CATALOG_PASSWORD"
 JOURNAL_PASSWORD_ENV = "HIVECAT_JOURNAL_PASSWORD"
-# Short URL schemes users type, and the SQLAlchemy driver each means.
-DRIVERS = {"mysql": "mysql+pymysql", "mariadb": "mysql+pymysql", "postgresql": "postgresql+psycopg",
-           "postgres": "postgresql+psycopg"}
-EXIT_REFUSED, EXIT_CONFLICTS = 3, 4
+# Short schemes users type for a journal database, and the SQLAlchemy driver each means.
+JOURNAL_DRIVERS = {scheme: SQL_DRIVERS[dialect] for scheme, dialect in SQL_SCHEMES.items()}
+# Exit codes, documented once (README "Exit codes"): 0 done, 2 bad input (nothing contacted or written),
+# 3 refused (well-formed but unsafe; nothing written), 4 done with conflicts or failures.
+EXIT_USAGE, EXIT_REFUSED, EXIT_CONFLICTS = 2, 3, 4
+# How this front end sets each request option a refusal names (Refusal.option).
+OPTION_HINTS = {"force_acid": "rerun with --force-acid", "undo": "undo it with --undo RUN_ID",
+                "chunk_size": "--chunk-size", "allow_scheme_change": "rerun with --allow-scheme-change",
+                "skip_refused": "or relocate the rest with --skip-refused"}
 
 
 class UsageError(Exception):
@@ -61,7 +73,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--password-file", type=Path, help="file holding the database password")
     p.add_argument("--journal-url", metavar="URL",
                    help="Glue/Thrift: SQLAlchemy URL of the journal database (password from $%s); default: a "
-                        "SQLite file under $XDG_STATE_HOME/hivecat" % JOURNAL_PASSWORD_ENV)
+                        "SQLite file under $XDG_STATE_HOME/hivecat, or $HIVECAT_JOURNAL_URL" % JOURNAL_PASSWORD_ENV)
     p.add_argument("--endpoint-url", metavar="URL", help="Glue: a non-default endpoint (e.g. a test server)")
     p.add_argument("--segments", type=int, default=1, metavar="N",
                    help="Glue: read partitions in N parallel segments (1..10, default 1)")
@@ -70,87 +82,77 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", choices=("text", "json"), default="text")
 
 
-@dataclass(frozen=True)
-class ApiTarget:
-    """A catalog reached through an API: glue://REGION[/CATALOG_ID] or thrift://HOST:PORT."""
-
-    scheme: str
-    host: str                # AWS region or metastore host
-    port: int | None = None
-    catalog_id: str | None = None
-
-
-_REGION = re.compile(r"[a-z]{2,}(-[a-z0-9]+)+")
-
-
-def api_target(raw: str) -> ApiTarget | None:
-    """The glue:// or thrift:// catalog `raw` names; None for anything else (a database URL)."""
-    scheme = raw.split("://", 1)[0].lower() if "://" in raw else ""
-    if scheme not in ("glue", "thrift"):
-        return None
-    parts = urllib.parse.urlsplit(raw)
-    try:
-        port = parts.port
-    except ValueError:
-        raise UsageError(f"--catalog {raw!r}: the port must be a number 1..65535") from None
-    if parts.username or parts.password or parts.query or parts.fragment:
-        raise UsageError(f"--catalog {scheme}:// takes no user, password, query or fragment "
-                         "(AWS credentials come from boto3's usual chain)")
-    if scheme == "glue":
-        region = parts.hostname or ""
-        if not _REGION.fullmatch(region) or port is not None:
-            raise UsageError(f"--catalog {raw!r}: expected glue://REGION[/CATALOG_ID], e.g. glue://eu-west-1")
-        catalog_id = parts.path.lstrip("/") or None
-        return ApiTarget("glue", region, catalog_id=catalog_id)
-    if not parts.hostname or not port or parts.path.strip("/"):
-        raise UsageError(f"--catalog {raw!r}: expected thrift://HOST:PORT, e.g. thrift://metastore:9083")
-    return ApiTarget("thrift", parts.hostname, port)
-
-
-def _database_url(raw: str, option: str, password_from: str) -> sa.URL:
-    """A password-less SQLAlchemy URL with our short schemes mapped to drivers."""
-    try:
-        url = sa.make_url(raw)
-    except sa.exc.ArgumentError:
-        raise UsageError(f"{option} {raw!r} is not a database URL") from None
-    if url.password:
-        raise UsageError(f"put the password in {password_from}, not in {option}")
-    return url.set(drivername=DRIVERS.get(url.drivername, url.drivername))
+def _password(password_file: Path | None) -> str | None:
+    """The metastore database password: --password-file, else $HIVECAT_CATALOG_PASSWORD."""
+    if password_file is not None:
+        try:
+            return password_file.read_text().rstrip("\n")
+        except OSError as exc:
+            raise UsageError(f"cannot read --password-file {str(password_file)!r}: {exc.strerror}") from None
+    return os.environ.get(PASSWORD_ENV) or None
 
 
 def journal_url(raw: str | None) -> str | None:
+    """--journal-url as a SQLAlchemy URL, its password from $HIVECAT_JOURNAL_PASSWORD (never the URL)."""
     if raw is None:
         return None
-    url = _database_url(raw, "--journal-url", f"${JOURNAL_PASSWORD_ENV}")
+    try:
+        url = sa.make_url(raw)
+    except (sa.exc.ArgumentError, ValueError):
+        raise UsageError(f"--journal-url {raw!r} is not a database URL") from None
+    if url.password or any(key.lower() in ("password", "passwd") for key in url.query):
+        raise UsageError(f"put the journal password in ${JOURNAL_PASSWORD_ENV}, not in --journal-url")
+    url = url.set(drivername=JOURNAL_DRIVERS.get(url.drivername, url.drivername))
     password = os.environ.get(JOURNAL_PASSWORD_ENV)
     return (url.set(password=password) if password else url).render_as_string(hide_password=False)
 
 
-def catalog_url(raw: str, password_file: Path | None) -> sa.URL:
-    url = _database_url(raw, "--catalog", f"${PASSWORD_ENV} or --password-file")
-    if url.get_backend_name() not in ("mysql", "mariadb", "postgresql"):
-        scheme = raw.split(":", 1)[0]
-        raise UsageError(f"unsupported catalog database {scheme!r}: use mysql://, mariadb://, postgresql://, "
-                         "glue:// or thrift://")
-    password = os.environ.get(PASSWORD_ENV)
-    if password_file is not None:
-        try:
-            password = password_file.read_text().rstrip("\n")
-        except OSError as exc:
-            raise UsageError(f"cannot read --password-file: {exc.strerror}") from None
-    return url.set(password=password) if password else url
+def catalog_target(args: argparse.Namespace) -> CatalogTarget:
+    """--catalog and the backend-specific options as a typed target; nothing is contacted."""
+    try:
+        target = target_from_url(args.catalog)
+        if isinstance(target, GlueTarget):
+            target = dataclasses.replace(target, endpoint=args.endpoint_url, segments=args.segments,
+                                         functions=not args.skip_functions)
+    except InvalidTarget as exc:
+        raise UsageError(f"--catalog: {exc}".replace("--catalog: unsupported", "unsupported")) from None
+    if not isinstance(target, GlueTarget):
+        if args.segments != 1 or args.endpoint_url or args.skip_functions:
+            raise UsageError("--segments, --endpoint-url and --skip-functions apply to glue:// catalogs only")
+    if isinstance(target, SqlTarget) and args.journal_url:
+        raise UsageError("--journal-url applies to glue:// and thrift:// catalogs; a database catalog keeps its "
+                         "journal beside the metastore (--journal-schema)")
+    return target
 
 
 def _request(args: argparse.Namespace) -> RelocationRequest:
+    """The request, with everything that needs no catalog checked first: a typo never reaches a database."""
     if not args.old or not args.new:
         raise UsageError("--from and --to are required (or use --undo RUN_ID / --history)")
     try:
         scope = Scope(args.database, args.table, args.partition_filter)
     except ValueError as exc:
         raise UsageError(str(exc).replace("a table scope", "--table").replace("a partition filter", "--partition-filter")) from None
-    return RelocationRequest(
+    if args.chunk_size is not None and args.chunk_size < 1:
+        raise UsageError("--chunk-size must be at least 1")
+    request = RelocationRequest(
         args.old, args.new, scope, tuple(args.param_keys or DEFAULT_PARAM_KEYS), args.allow_scheme_change,
         args.force_acid, args.skip_refused, args.dry_run, args.chunk_size)
+    try:
+        checked_prefixes(request)
+    except RelocationRefused as refused:
+        # A malformed prefix is bad input (2); a well-formed but unsafe pair (overlap, scheme change, too
+        # long to store) is a refusal (3). Either way nothing is contacted.
+        [refusal] = refused.refusals
+        if refusal.reason == "invalid-uri":
+            raise UsageError(refusal.message.replace("old prefix", "--from").replace("new prefix", "--to")) from None
+        raise
+    if args.partition_filter:
+        try:
+            check_filter_syntax(args.partition_filter)
+        except FilterError as exc:
+            raise UsageError(f"--partition-filter: {exc}") from None
+    return request
 
 
 def _progress(done: int, total: int) -> None:
@@ -175,7 +177,7 @@ def format_report(report: RelocationReport) -> str:
         lines.append("sample:")
         lines += [f"  {old} -> {new}" for old, new in report.sample]
     for refusal in report.refusals:
-        lines.append(f"refused ({refusal.reason}): {refusal.message}")
+        lines.append(_refusal_line(refusal))
     if report.tables_touched:
         lines.append("tables touched (caching clients were not notified: REFRESH TABLE each, or REFRESH CATALOG):")
         lines += [f"  {name}" for name in report.tables_touched]
@@ -188,52 +190,42 @@ def format_report(report: RelocationReport) -> str:
     return "\n".join(lines)
 
 
-def _open_api_catalog(target: ApiTarget, args: argparse.Namespace):
-    if not 1 <= args.segments <= 10:
-        raise UsageError("--segments must be 1..10 (Glue's TotalSegments)")
-    if args.segments != 1 and target.scheme != "glue":
-        raise UsageError("--segments applies to glue:// catalogs only")
-    if (args.endpoint_url or args.skip_functions) and target.scheme != "glue":
-        raise UsageError("--endpoint-url and --skip-functions apply to glue:// catalogs only")
-    if args.chunk_size is not None and args.chunk_size < 1:
-        raise UsageError("--chunk-size must be at least 1")
-    journal = journal_url(args.journal_url)
-    if target.scheme == "glue":
-        from hivecat.catalog.glue import GlueCatalog
-
-        return GlueCatalog(target.host, catalog_id=target.catalog_id, endpoint_url=args.endpoint_url,
-                           journal_url=journal, segments=args.segments, functions=not args.skip_functions)
-    from hivecat.catalog.thrift import ThriftCatalog
-
+def _open_catalog(args: argparse.Namespace, target: CatalogTarget):
+    password = _password(args.password_file) if isinstance(target, SqlTarget) else None
+    journal = JournalSettings(schema=args.journal_schema, url=journal_url(args.journal_url))
     try:
-        return ThriftCatalog(f"thrift://{target.host}:{target.port}", journal_url=journal)
-    except OSError as exc:
-        raise UsageError(f"cannot connect to thrift://{target.host}:{target.port}: {exc}") from None
+        return open_catalog(target, password=password, journal=journal)
+    except CatalogUnavailable as exc:
+        hint = ""
+        if exc.reason == "AuthenticationFailed" and not exc.password_given:
+            hint = f"; no password was given: set ${PASSWORD_ENV} or use --password-file"
+        raise UsageError(f"{exc.message}{hint}") from None
 
 
-def _open_catalog(args: argparse.Namespace):
-    target = api_target(args.catalog)
-    if target is not None:
-        return _open_api_catalog(target, args)
-    url = catalog_url(args.catalog, args.password_file)
-    from hivecat.catalog.sql.catalog import SqlCatalog  # validated input first: fail fast
-    from hivecat.catalog.sql.schema import NotAMetastore
+def _refusal_line(refusal: Refusal) -> str:
+    hint = OPTION_HINTS.get(refusal.option or "")
+    return f"refused ({refusal.reason}): {refusal.message}" + (f" [{hint}]" if hint else "")
 
-    try:
-        return SqlCatalog(url, journal_schema=args.journal_schema)
-    except sa.exc.OperationalError as exc:
-        raise UsageError(f"cannot connect to {url.render_as_string(hide_password=True)}: {exc.orig}") from None
-    except NotAMetastore as exc:
-        raise UsageError(str(exc)) from None
+
+def _print_refused(refused: RelocationRefused, output: str) -> int:
+    if output == "json":
+        print(json.dumps({"refused": [r.__dict__ for r in refused.refusals]}, indent=2))
+    for refusal in refused.refusals:
+        print(f"hivecat relocate: {_refusal_line(refusal)}", file=sys.stderr)
+    return EXIT_REFUSED
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         request = None if (args.history or args.undo) else _request(args)
-        catalog = _open_catalog(args)
+        target = catalog_target(args)
+        journal_url(args.journal_url)  # a malformed journal URL is bad input too, before connecting
+        catalog = _open_catalog(args, target)
     except UsageError as exc:
         print(f"hivecat relocate: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    except RelocationRefused as exc:
+        return _print_refused(exc, args.output)
     try:
         if args.history:
             runs = catalog.history()
@@ -245,11 +237,11 @@ def run(args: argparse.Namespace) -> int:
             return 0
         report = catalog.undo(args.undo) if args.undo else catalog.relocate(request, progress=_progress)
     except RelocationRefused as exc:
-        if args.output == "json":
-            print(json.dumps({"refused": [r.__dict__ for r in exc.refusals]}, indent=2))
-        for refusal in exc.refusals:
-            print(f"hivecat relocate: refused ({refusal.reason}): {refusal.message}", file=sys.stderr)
-        return EXIT_REFUSED
+        return _print_refused(exc, args.output)
+    except JournalUnavailable as exc:
+        hint = " (--journal-schema)" if isinstance(target, SqlTarget) else ""
+        print(f"hivecat relocate: {exc}{hint}", file=sys.stderr)
+        return EXIT_USAGE
     finally:
         catalog.close()
     print(json.dumps(report.to_dict(), indent=2) if args.output == "json" else format_report(report))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 # name -> module. Imported on first use (PEP 562), so that the CLI's other commands and `--help` do
 # not pay for pyarrow and jsonschema.
 _EXPORTS = {"Copier": "copier", "CopyOptions": "copier", "LocalEngine": "engines", "SparkEngine": "engines",
-            "CopyInputError": "errors", "Plan": "plan", "Unit": "plan", "load_plan": "plan",
+            "CopyInputError": "errors", "CopyPlan": "plan", "Unit": "plan", "load_plan": "plan",
             "plan_from_document": "plan", "single_unit_plan": "plan", "S3Settings": "storage", "Storage": "storage"}
 
 __all__ = sorted(_EXPORTS)
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from hivecat.copy.copier import Copier, CopyOptions
     from hivecat.copy.engines import LocalEngine, SparkEngine
     from hivecat.copy.errors import CopyInputError
-    from hivecat.copy.plan import Plan, Unit, load_plan, plan_from_document, single_unit_plan
+    from hivecat.copy.plan import CopyPlan, Unit, load_plan, plan_from_document, single_unit_plan
     from hivecat.copy.storage import S3Settings, Storage
 
 

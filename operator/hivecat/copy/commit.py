@@ -1,5 +1,11 @@
 """Putting a verified, staged unit into place so that it is wholly present or absent.
 
+Nothing is put into place unverified: just before the swap, every file the new manifest lists (on
+object stores: every staged one) must be in staging with its recorded size, and with --verify checksum
+its recorded checksum; otherwise the unit fails and the committed unit is left as it was. This holds
+even if someone removed or changed staging meanwhile (before leases, a run into a sibling unit did:
+the commit then re-created an empty staging unit and swapped it in, losing the good copy).
+
 Filesystems with atomic directory rename (local, HDFS): the manifest is written into the staged unit,
 then a new unit is renamed into place. An existing unit is swapped with the staged one in one step
 where the kernel can (Linux renameat2 RENAME_EXCHANGE on local disks): readers see the old unit or
@@ -18,14 +24,16 @@ import ctypes
 import errno
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from pyarrow import fs as pafs
 
-from hivecat.copy import s3copy
-from hivecat.copy.manifest import MANIFEST_NAME, UnitManifest
+from hivecat.copy import checksum, s3copy
+from hivecat.copy.listing import list_files
+from hivecat.copy.manifest import MANIFEST_NAME, FileEntry, UnitManifest
 from hivecat.copy.storage import Location, Storage
+from hivecat.copy.transfer import hash_file
 
 _AT_FDCWD, _RENAME_EXCHANGE = -100, 2
 
@@ -37,8 +45,37 @@ def write_manifest(filesystem: pafs.FileSystem, unit: Location, manifest: UnitMa
         out.write(data)
 
 
-def commit_by_rename(filesystem: pafs.FileSystem, staging: Location, target: Location,
-                     manifest: UnitManifest) -> None:
+class StagingMismatch(OSError):
+    """The staged files are not those the new manifest lists: nothing was committed."""
+
+
+def verify_staged(filesystem: pafs.FileSystem, staging: Location, entries: Sequence[FileEntry],
+                  checksums: bool = False, parallelism: int = 8) -> None:
+    """Raise StagingMismatch unless each entry's file is in staging with its size (and checksum)."""
+    staged = list_files(filesystem, staging)
+    problems = [f"{e.path} is missing" if e.path not in staged else
+                f"{e.path} has {staged[e.path].size} bytes, the manifest records {e.size}"
+                for e in entries if e.path not in staged or staged[e.path].size != e.size]
+    if not problems and checksums:
+        problems = _checksum_problems(filesystem, staging, entries, parallelism)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise StagingMismatch(f"staged files do not match the new manifest, not committed: {problems[0]}{more}")
+
+
+def _checksum_problems(filesystem: pafs.FileSystem, staging: Location, entries: Sequence[FileEntry],
+                       parallelism: int) -> list[str]:
+    # only this algorithm's values can be compared (older manifests may carry sha256; not in checksum mode)
+    hashed = [e for e in entries if e.checksum and e.checksum.startswith(f"{checksum.ALGORITHM}:")]
+    with ThreadPoolExecutor(parallelism) as pool:
+        found = list(pool.map(lambda e: hash_file(filesystem, staging.child(e.path).path), hashed))
+    return [f"{e.path} has checksum {value}, the manifest records {e.checksum}"
+            for e, value in zip(hashed, found) if value != e.checksum]
+
+
+def commit_by_rename(filesystem: pafs.FileSystem, staging: Location, target: Location, manifest: UnitManifest,
+                     checksums: bool = False, parallelism: int = 8) -> None:
+    verify_staged(filesystem, staging, manifest.files, checksums, parallelism)
     filesystem.create_dir(staging.path, recursive=True)  # an empty unit is still a unit
     write_manifest(filesystem, staging, manifest)
     if filesystem.get_file_info(target.path).type == pafs.FileType.NotFound:
@@ -68,7 +105,12 @@ def _exchange(a: str, b: str) -> bool:
 
 
 def commit_on_object_store(storage: Storage, staging: Location, target: Location, manifest: UnitManifest,
-                           staged: Iterable[str], removed: Iterable[str], parallelism: int) -> None:
+                           staged: Iterable[str], removed: Iterable[str], parallelism: int,
+                           checksums: bool = False) -> None:
+    staged = list(staged)
+    wanted = set(staged)
+    verify_staged(storage.filesystem(staging), staging, [e for e in manifest.files if e.path in wanted],
+                  checksums, parallelism)
     client = storage.s3_client()
     s3copy.delete_objects(client, [target.child(MANIFEST_NAME)])  # from here on the unit counts as absent
     with ThreadPoolExecutor(parallelism) as pool:

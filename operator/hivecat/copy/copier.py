@@ -3,9 +3,13 @@
 For each unit: list both sides, read the target unit's current manifest, decide which files are up to
 date (size and the source mtime recorded in the manifest match; with --verify checksum, content
 checksums match), copy the rest into `.hivecat-staging-<run>` beside the target, verify, and commit
-(see commit.py). Up-to-date files are carried into the staged unit (hard links on local disks) so the
-committed unit is whole. Nothing is ever written or deleted under a source. Stale staging left by a
-crashed run is removed first; a rerun copies only what is missing.
+(see commit.py, which verifies the staged files again just before the swap). Up-to-date files are
+carried into the staged unit (hard links on local disks) so the committed unit is whole. Nothing is
+ever written or deleted under a source. Staging belongs to its run, which holds a lease on it
+(staging.py): the staging of dead runs is removed first, that of live runs (e.g. copying a sibling
+partition right now) is left alone; a rerun copies only what is missing. A target unit whose manifest
+cannot be used (unreadable, too large, nested too deep) fails alone, and is neither trusted nor
+overwritten.
 """
 
 from __future__ import annotations
@@ -19,14 +23,16 @@ from datetime import datetime, timezone
 
 from pyarrow import fs as pafs
 
-from hivecat.copy import commit
+from hivecat.copy import commit, staging
+from hivecat.copy.documents import DocumentError
 from hivecat.copy.engines import Engine, choose_engine
 from hivecat.copy.errors import CopyInputError
-from hivecat.copy.listing import STAGING_PREFIX, FileStat, ManifestUnreadable, current_manifest, list_files
-from hivecat.copy.manifest import FileEntry, RecordedFiles, UnitManifest, recorded_entry
-from hivecat.copy.plan import Plan, Unit
+from hivecat.copy.listing import FileStat, ManifestUnreadable, current_manifest, list_files
+from hivecat.copy.manifest import (MANIFEST_NAME, FileEntry, RecordedFiles, UnitManifest, check_manifest_size,
+                                   recorded_entry)
+from hivecat.copy.plan import CopyPlan, Unit
 from hivecat.copy.storage import Location, Storage
-from hivecat.copy.summary import DONE, FAILED, RunSummary, UnitResult
+from hivecat.copy.summary import DONE, FAILED, CopySummary, UnitResult
 from hivecat.copy.transfer import FileResult, FileTask, TransferOptions, hash_file
 
 # (files done, files total, bytes done, bytes total)
@@ -72,7 +78,7 @@ def _now() -> str:
 
 
 class Copier:
-    def __init__(self, plan: Plan, options: CopyOptions = CopyOptions(), storage: Storage | None = None,
+    def __init__(self, plan: CopyPlan, options: CopyOptions = CopyOptions(), storage: Storage | None = None,
                  engine: Engine | str = "auto", run_id: str | None = None) -> None:
         self.plan, self.options = plan, options
         self.storage = storage or Storage()
@@ -104,20 +110,33 @@ class Copier:
     # --- deciding -----------------------------------------------------------------------------------
 
     def _staging(self, unit: Unit) -> Location:
-        return unit.target.parent.child(f"{STAGING_PREFIX}{self.run_id}").child(unit.target.name)
+        return staging.staging_root(unit.target.parent, self.run_id).child(unit.target.name)
 
     def decide(self, index: int, unit: Unit) -> UnitWork:
         work = UnitWork(index, unit, self._staging(unit))
         work.result = UnitResult(unit.id, unit.source.uri, unit.target.uri)
+        try:
+            return self._decide(work)
+        except (OSError, RecursionError) as exc:  # one unit's unreadable tree fails that unit, not the run
+            return self._fail(work, f"cannot list the unit: {type(exc).__name__}: {exc}")
+
+    def _decide(self, work: UnitWork) -> UnitWork:
+        unit = work.unit
         source_fs, target_fs = self.storage.filesystem(unit.source), self.storage.filesystem(unit.target)
         work.source_files = list_files(source_fs, unit.source)
+        refused = getattr(work.source_files, "refused", {})
+        if refused:  # symbolic links, keys that leave the unit: the unit fails before anything is staged
+            path, why = min(refused.items())
+            more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+            return self._fail(work, f"{path}: {why}{more}")
         missing = [p for p in unit.expected_files if p not in work.source_files]
         if missing:
             return self._fail(work, f"expected files missing in the source: {', '.join(sorted(missing))}")
         work.target_files = list_files(target_fs, unit.target)
         try:
+            self._check_manifest_size(target_fs, unit.target)
             work.manifest = current_manifest(target_fs, unit.target, work.target_files)
-        except ManifestUnreadable as exc:
+        except (ManifestUnreadable, DocumentError) as exc:
             return self._fail(work, str(exc))
         source, target = work.source_files, work.target_files
         if self.options.verify == "checksum":
@@ -136,6 +155,13 @@ class Copier:
         if len(target) > len(work.up_to_date):  # else the target holds the up-to-date files alone
             work.extras = sorted(p for p in target if p not in source)
         return work
+
+    @staticmethod
+    def _check_manifest_size(filesystem: pafs.FileSystem, target: Location) -> None:
+        """Refuse an oversized manifest before anything reads it into memory."""
+        info = filesystem.get_file_info(target.child(MANIFEST_NAME).path)
+        if info.type == pafs.FileType.File:
+            check_manifest_size(info.size, target.child(MANIFEST_NAME).uri)
 
     def _checksums_if_equal(self, unit: Unit, paths: list[str]) -> dict[str, str]:
         """Checksums of the files whose content is the same on both sides."""
@@ -166,7 +192,7 @@ class Copier:
                       for p in kept for s in [work.target_files[p]]]
         return tasks
 
-    def run(self, progress: ProgressCallback | None = None) -> RunSummary:
+    def run(self, progress: ProgressCallback | None = None) -> CopySummary:
         began, started_at = time.monotonic(), _now()
         self.validate()
         works = [self.decide(i, unit) for i, unit in enumerate(self.plan.units)]
@@ -175,24 +201,33 @@ class Copier:
         to_copy = [t for t in tasks if not t.carry]
         engine = self.engine if not isinstance(self.engine, str) else choose_engine(
             self.engine, len(to_copy), sum(t.size for t in to_copy), self.options.parallelism)
-        summary = RunSummary(self.run_id, engine.name, self.options.verify, self.options.dry_run,
-                             self.options.delete, started_at)
+        summary = CopySummary(self.run_id, engine.name, self.options.verify, self.options.dry_run,
+                              self.options.delete, started_at)
         if not self.options.dry_run:
-            self._remove_stale_staging(works)
-            total_files, total_bytes = len(tasks), sum(t.size for t in to_copy)
-            report = (lambda files, size: progress(files, total_files, size, total_bytes)) if progress else None
-            results = engine.execute(tasks, self._transfer_options(), report)
-            by_unit: dict[int, list[FileResult]] = {}
-            for result in results:
-                by_unit.setdefault(result.task.unit_index, []).append(result)
-            for work in pending:
-                self._finish(work, by_unit.get(work.index, []))
-            self._remove_staging_roots(works)
+            roots = self._staging_roots(pending)
+            try:
+                with staging.LeaseKeeper(self.storage, roots, self.run_id):
+                    self._remove_dead_staging(works)
+                    self._copy_and_commit(engine, pending, tasks, progress)
+            finally:
+                for root in roots:
+                    commit.remove_tree(self.storage, root)
         for work in works:
             self._count(work, work in pending)
             summary.units.append(work.result)
         summary.seconds = round(time.monotonic() - began, 3)
         return summary
+
+    def _copy_and_commit(self, engine: Engine, pending: list[UnitWork], tasks: list[FileTask],
+                         progress: ProgressCallback | None) -> None:
+        total_files, total_bytes = len(tasks), sum(t.size for t in tasks if not t.carry)
+        report = (lambda files, size: progress(files, total_files, size, total_bytes)) if progress else None
+        results = engine.execute(tasks, self._transfer_options(), report)
+        by_unit: dict[int, list[FileResult]] = {}
+        for result in results:
+            by_unit.setdefault(result.task.unit_index, []).append(result)
+        for work in pending:
+            self._finish(work, by_unit.get(work.index, []))
 
     def _transfer_options(self) -> TransferOptions:
         return TransferOptions(self.storage, self.options.verify == "checksum", self.options.bandwidth,
@@ -206,16 +241,19 @@ class Copier:
             self._fail(work, f"{errors[0]}{more}")
             return
         manifest = self._manifest(work, results)
+        checksums = self.options.verify == "checksum"
         try:
             if work.unit.target.is_object_store:
                 removed = work.extras if self.options.delete else []
                 commit.commit_on_object_store(self.storage, work.staging, work.unit.target, manifest,
-                                              work.to_copy, removed, self.parallelism)
+                                              work.to_copy, removed, self.parallelism, checksums)
             else:
                 commit.commit_by_rename(self.storage.filesystem(work.unit.target), work.staging,
-                                        work.unit.target, manifest)
+                                        work.unit.target, manifest, checksums, self.parallelism)
         except OSError as exc:
             self._fail(work, f"commit failed: {exc}")
+        except Exception as exc:  # noqa: BLE001 - e.g. an S3 client error: this unit fails, not the run
+            self._fail(work, f"commit failed: {type(exc).__name__}: {exc}")
         work.result.seconds = round(time.monotonic() - began, 3)
 
     def _manifest(self, work: UnitWork, results: list[FileResult]) -> UnitManifest:
@@ -248,18 +286,23 @@ class Copier:
 
     # --- staging housekeeping -----------------------------------------------------------------------
 
-    def _staging_parents(self, works: list[UnitWork]) -> dict[tuple[str, str, str], Location]:
-        return {(w.unit.target.scheme, w.unit.target.authority, w.unit.target.parent.path): w.unit.target.parent
-                for w in works}
+    @staticmethod
+    def _staging_parents(works: list[UnitWork]) -> list[Location]:
+        return list({(w.unit.target.scheme, w.unit.target.authority, w.unit.target.parent.path): w.unit.target.parent
+                     for w in works}.values())
 
-    def _remove_stale_staging(self, works: list[UnitWork]) -> None:
-        """Staging of earlier runs that crashed (one run per target at a time is assumed)."""
-        for parent in self._staging_parents(works).values():
-            filesystem = self.storage.filesystem(parent)
-            for info in filesystem.get_file_info(pafs.FileSelector(parent.path, allow_not_found=True)):
-                if info.base_name.startswith(STAGING_PREFIX) and info.type == pafs.FileType.Directory:
-                    commit.remove_tree(self.storage, parent.child(info.base_name))
+    def _staging_roots(self, works: list[UnitWork]) -> list[Location]:
+        return [staging.staging_root(parent, self.run_id) for parent in self._staging_parents(works)]
 
-    def _remove_staging_roots(self, works: list[UnitWork]) -> None:
-        for parent in self._staging_parents(works).values():
-            commit.remove_tree(self.storage, parent.child(f"{STAGING_PREFIX}{self.run_id}"))
+    def _remove_dead_staging(self, works: list[UnitWork]) -> None:
+        """Staging of runs that died (their lease says so); other runs' live staging is theirs."""
+        for parent in self._staging_parents(works):
+            try:
+                dead = staging.dead_staging(self.storage, parent, self.run_id)
+            except OSError:
+                continue
+            for root in dead:
+                try:
+                    commit.remove_tree(self.storage, root)
+                except Exception:  # noqa: BLE001 - housekeeping (another run may remove it first) never fails a run
+                    pass

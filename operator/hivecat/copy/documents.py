@@ -8,7 +8,14 @@ no-change rerun checking those entries. So the manifest's top level goes through
 items of `files` left out, and each entry through `file_entry_conforms`, a hand-written check of the
 same item schema (the schema stays the contract: tests/unit/test_distcp_fast_check.py proves that
 both accept and reject the same entries). Anything the fast path refuses is validated again by
-jsonschema in full, so error messages are jsonschema's.
+jsonschema in full, so error messages are jsonschema's (cut short: a huge invalid value must not become
+a huge message).
+
+A manifest is read from the target, where anyone with write access may have put it, so nesting is
+bounded: our documents nest 4 levels deep, and one deeper than MAX_NESTING is refused as a
+DocumentError, never a RecursionError (json's decoder recurses once per level: a 100,000-level array
+stops it at the interpreter's recursion limit; a shallower one is measured without recursion before
+jsonschema sees it).
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ from hivecat.copy.errors import CopyInputError
 
 PLAN, RUN_SUMMARY, UNIT_MANIFEST = "plan", "run_summary", "unit_manifest"
 VERSION = 1  # the one version of each document this hivecat reads and writes
+MAX_NESTING = 32  # levels of arrays and objects; ours have 4
+MAX_MESSAGE_CHARS = 300  # of a validation error's message (it quotes the invalid value)
 
 
 class DocumentError(CopyInputError):
@@ -92,26 +101,62 @@ def _conforms_fast(kind: str, document: dict[str, Any]) -> bool:
     return all(check(item) for item in document[array])
 
 
+def _label(kind: str, where: str) -> str:
+    return f"{kind.replace('_', ' ')}{' ' + where if where else ''}"
+
+
 def validate(kind: str, document: Any, where: str = "") -> None:
     """Raise DocumentError naming the first problem; a wrong version is reported as such."""
-    label = f"{kind.replace('_', ' ')}{' ' + where if where else ''}"
+    label = _label(kind, where)
     if not isinstance(document, dict):
         raise DocumentError(f"{label}: expected a JSON object, got {type(document).__name__}")
     if document.get("version") != VERSION:
-        raise DocumentError(f"{label}: unsupported version {document.get('version')!r} "
+        raise DocumentError(f"{label}: unsupported version {_shown(document.get('version'))} "
                             f"(this hivecat reads version {VERSION})")
-    if _conforms_fast(kind, document):
+    if _conforms_fast(kind, document):  # conforming documents nest as their schema does: 4 levels at most
         return
+    if nested_deeper_than(document, MAX_NESTING):  # before jsonschema, which recurses into what it checks
+        raise _too_deep(kind, where)
     error = next(iter(sorted(_validator(kind).iter_errors(document), key=lambda e: list(e.path))), None)
     if error is not None:
         at = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise DocumentError(f"{label}: invalid at {at}: {error.message}")
+        raise DocumentError(f"{label}: invalid at {at}: {_cut(error.message, MAX_MESSAGE_CHARS)}")
 
 
 def parse(kind: str, text: str | bytes, where: str = "") -> dict[str, Any]:
     try:
         document = json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise DocumentError(f"{kind.replace('_', ' ')} {where}: not JSON ({exc})".replace("  ", " ")) from None
+        raise DocumentError(f"{_label(kind, where)}: not JSON ({exc})") from None
+    except RecursionError:  # json's C decoder counts its levels against the interpreter's limit
+        raise _too_deep(kind, where) from None
     validate(kind, document, where)
     return document
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _shown(value: Any) -> str:
+    """A value for a message: a scalar as its repr, an array or object by kind (its repr may be huge)."""
+    if isinstance(value, (dict, list)):
+        return f"a JSON {'object' if isinstance(value, dict) else 'array'}"
+    return _cut(repr(value), 60)
+
+
+def _too_deep(kind: str, where: str) -> DocumentError:
+    return DocumentError(f"{_label(kind, where)}: nested deeper than {MAX_NESTING} levels")
+
+
+def nested_deeper_than(document: Any, limit: int) -> bool:
+    """True when arrays and objects nest more than `limit` levels deep (the top level is 1); iterative,
+    so that no depth can exhaust the stack."""
+    pending = [(document, 1)] if isinstance(document, (dict, list)) else []
+    while pending:
+        value, depth = pending.pop()
+        if depth > limit:
+            return True
+        children = value.values() if isinstance(value, dict) else value
+        pending.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False

@@ -1,6 +1,8 @@
 """Engines run the file tasks: `local` on a thread pool in this process, `spark` across Spark
 executors (each copies in Python with pyarrow streams). Listing, verification of units, commit and
 manifests stay on the driver and are shared, so both engines give identical results and manifests.
+What Spark ships to executors (the tasks, and TransferOptions with its Storage) holds no credentials:
+pickled S3 settings are a reference that each executor resolves itself (storage.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Protocol
 
 from hivecat.copy.transfer import FileResult, FileTask, TransferOptions, run_task
 
-Progress = Callable[[int, int], None]  # (files done, bytes done)
+CopyProgress = Callable[[int, int], None]  # (files done, bytes done)
 
 # `auto` starts Spark (and pays for its JVM) only for plans too big for one process.
 AUTO_SPARK_BYTES = 64 * 1024**3
@@ -28,7 +30,7 @@ class Engine(Protocol):
     name: str
 
     def execute(self, tasks: Sequence[FileTask], options: TransferOptions,
-                progress: Progress | None = None) -> list[FileResult]: ...
+                progress: CopyProgress | None = None) -> list[FileResult]: ...
 
 
 class LocalEngine:
@@ -39,7 +41,7 @@ class LocalEngine:
         self.parallelism = parallelism or min(32, 4 * (os.cpu_count() or 2))
 
     def execute(self, tasks: Sequence[FileTask], options: TransferOptions,
-                progress: Progress | None = None) -> list[FileResult]:
+                progress: CopyProgress | None = None) -> list[FileResult]:
         if not tasks:
             return []
         files = size = 0
@@ -67,7 +69,7 @@ class SparkEngine:
         return self._session
 
     def execute(self, tasks: Sequence[FileTask], options: TransferOptions,
-                progress: Progress | None = None) -> list[FileResult]:
+                progress: CopyProgress | None = None) -> list[FileResult]:
         if not tasks:
             return []
         context = self.session.sparkContext
@@ -98,7 +100,7 @@ def _copy_batch(options: TransferOptions, files_done, bytes_done, batch: list[Fi
     return results
 
 
-def _watch(stop: threading.Event, files_done, bytes_done, progress: Progress) -> None:
+def _watch(stop: threading.Event, files_done, bytes_done, progress: CopyProgress) -> None:
     while not stop.wait(0.5):
         progress(files_done.value, bytes_done.value)
 
@@ -126,7 +128,7 @@ def default_session(parallelism: int | None):
     """The active SparkSession, or a local one (local[parallelism]) for standalone use."""
     from pyspark.sql import SparkSession
 
-    from hivecat.local.spark import local_spark_session
+    from hivecat.spark import local_spark_session
 
     active = SparkSession.getActiveSession()
     if active is not None:

@@ -3,6 +3,11 @@
 Its name starts with `_`, so Hive, Spark and MSCK REPAIR do not see it as data. A unit counts as
 present only with a current manifest: on object stores, where the commit is a series of copies, the
 manifest is written last.
+
+A manifest is input from the target (whoever can write there can write it), and parsed it takes about
+5x its size in memory, so one over MAX_MANIFEST_BYTES is refused before it is read (the copier checks
+its size first): that is 250,000-350,000 entries, far more files than one unit holds. Like any manifest
+hivecat cannot use, it fails its unit, which is then neither trusted nor overwritten.
 """
 
 from __future__ import annotations
@@ -13,6 +18,13 @@ from typing import Any, NamedTuple
 from hivecat.copy import documents
 
 MANIFEST_NAME = "_hivecat_manifest.json"
+MAX_MANIFEST_BYTES = 64 * 1024**2  # an entry takes 190-270 bytes
+
+
+def check_manifest_size(size: int, where: str) -> None:
+    if size > MAX_MANIFEST_BYTES:
+        raise documents.DocumentError(f"unit manifest {where}: too large ({size:,} bytes; "
+                               f"the limit is {MAX_MANIFEST_BYTES:,})")
 
 
 class FileEntry(NamedTuple):  # a tuple: a manifest holds one per file, tens of thousands
@@ -51,6 +63,7 @@ RecordedFiles = dict[str, dict[str, Any]]  # a manifest's file entries as read (
 def parse_recorded_files(text: bytes, where: str) -> RecordedFiles:
     """A validated manifest's entries, left as parsed: a no-change rerun compares them with the listing
     directly, and FileEntry tuples are made (`recorded_entry`) only for units that are rewritten."""
+    check_manifest_size(len(text), where)  # the caller checks before reading; this holds whoever reads
     return {f["path"]: f for f in documents.parse(documents.UNIT_MANIFEST, text, where)["files"]}
 
 

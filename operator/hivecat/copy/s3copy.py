@@ -21,6 +21,8 @@ class ServerSideCopyFailed(Exception):
 
 def _bucket_key(location: Location) -> tuple[str, str]:
     bucket, _, key = location.path.partition("/")
+    if bucket != location.authority or not key:  # never another bucket's object, nor a whole bucket
+        raise ValueError(f"{location.path!r} is not an object of bucket {location.authority!r}")
     return bucket, key
 
 

@@ -1,6 +1,9 @@
 """Where data lives: URIs parsed into locations, and the pyarrow filesystem behind each.
 
-Schemes: local paths and file://, s3:// (also s3a://, s3n://), hdfs://. HDFS goes through pyarrow's
+Schemes (the table is hivecat.locations.schemes, shared with `hivecat relocate`): file://, s3:// (also
+s3a://, s3n://), hdfs://. URIs only: a bare path (`/tmp/x`) is refused in the same words as `hivecat
+relocate` refuses it, naming the URI to write instead (file:///tmp/x). A file: path is taken literally,
+as Hadoop takes it: no query or fragment, no %XX decoding. HDFS goes through pyarrow's
 HadoopFileSystem, which needs libhdfs and a Hadoop client (CLASSPATH, HADOOP_HOME) on every machine
 that copies; it sits behind the same interface but is not tested here (no HDFS on the test machine).
 
@@ -10,6 +13,21 @@ path-style, as test servers and most on-premise stores need); credentials from t
 HIVECAT_S3_CREDENTIALS_DIR (a mounted Kubernetes Secret: `access-key-id`, `secret-access-key`,
 optional `session-token`), else AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, else
 the default AWS chain. Credentials are kept out of reprs so they never reach logs.
+
+Credentials never travel either. Spark executors get the Storage pickled (engines.py), and pickled
+S3Settings carry a reference instead of keys: the HIVECAT_S3_CREDENTIALS_DIR path, or the note that
+the keys came from the AWS variables. Each executor reads the keys itself as it unpickles them, so it
+needs the same Secret mounted at the same path, or the same AWS_* variables (spark.executorEnv.*);
+it refuses to start its copies without them rather than fall back to other credentials. Keys given
+in code (not from the environment) are resolved from the executor's AWS variables alike.
+
+Spark's own RPC encryption (`spark.network.crypto.enabled`, which needs `spark.authenticate` and its
+shared secret) would add, on top of that, authentication of executors and encryption of everything
+that crosses the network between driver and executors: the task closures (file paths, endpoint,
+bucket names), the results (checksums, ETags) and any other data Spark moves. It is worth enabling
+where that traffic leaves a trusted network; hivecat no longer depends on it to protect credentials,
+which are not in that traffic. The copied bytes go from source to target storage directly, never
+through the driver: in transit they are protected by the stores' TLS (an https endpoint).
 """
 
 from __future__ import annotations
@@ -24,13 +42,13 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from hivecat.copy.errors import CopyInputError
+from hivecat.locations.schemes import COPY_SCHEMES, bare_path_refusal, copy_family
 
 if TYPE_CHECKING:
     from pyarrow import fs as pafs
 
 CREDENTIALS_DIR_ENV = "HIVECAT_S3_CREDENTIALS_DIR"
 ENDPOINT_ENVS = ("HIVECAT_S3_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
-S3_SCHEMES = ("s3", "s3a", "s3n")
 
 
 @dataclass(frozen=True)
@@ -40,16 +58,22 @@ class S3Settings:
     access_key: str | None = field(default=None, repr=False)
     secret_key: str | None = field(default=None, repr=False)
     session_token: str | None = field(default=None, repr=False)
+    credentials_dir: str | None = None  # where the keys were read: a path, not a secret
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] = os.environ) -> S3Settings:
         endpoint = next((environ[k] for k in ENDPOINT_ENVS if environ.get(k)), None)
         region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-        access, secret, token = (environ.get("AWS_ACCESS_KEY_ID"), environ.get("AWS_SECRET_ACCESS_KEY"),
-                                 environ.get("AWS_SESSION_TOKEN"))
-        if environ.get(CREDENTIALS_DIR_ENV):
-            access, secret, token = _read_credentials_dir(Path(environ[CREDENTIALS_DIR_ENV]))
-        return cls(endpoint, region, access, secret, token)
+        credentials_dir = environ.get(CREDENTIALS_DIR_ENV) or None
+        if credentials_dir:
+            access, secret, token = _read_credentials_dir(Path(credentials_dir))
+        else:
+            access, secret, token = _environment_keys(environ)
+        return cls(endpoint, region, access, secret, token, credentials_dir)
+
+    def __reduce__(self):
+        """Pickled as a reference to the credentials, never the keys (see the module docstring)."""
+        return _resolved_here, (self.endpoint, self.region, self.credentials_dir, self.access_key is not None)
 
     def filesystem(self) -> pafs.S3FileSystem:
         from pyarrow import fs as pafs  # here, not at the top: the CLI reads this module's names at startup
@@ -77,6 +101,24 @@ class S3Settings:
             aws_session_token=self.session_token)
 
 
+def _environment_keys(environ: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
+    return environ.get("AWS_ACCESS_KEY_ID"), environ.get("AWS_SECRET_ACCESS_KEY"), environ.get("AWS_SESSION_TOKEN")
+
+
+def _resolved_here(endpoint: str | None, region: str, credentials_dir: str | None, keyed: bool) -> S3Settings:
+    """S3Settings unpickled (on a Spark executor): the keys read again where they were read before."""
+    if credentials_dir:
+        access, secret, token = _read_credentials_dir(Path(credentials_dir))
+    elif keyed:
+        access, secret, token = _environment_keys(os.environ)
+        if not access:
+            raise CopyInputError("S3 credentials: AWS_ACCESS_KEY_ID is not set in this process (an executor "
+                                 "needs the driver's AWS variables, or $" + CREDENTIALS_DIR_ENV + ")")
+    else:  # the default AWS chain, here as on the driver
+        access = secret = token = None
+    return S3Settings(endpoint, region, access, secret, token, credentials_dir)
+
+
 def _read_credentials_dir(directory: Path) -> tuple[str, str, str | None]:
     def read(name: str, required: bool) -> str | None:
         try:
@@ -96,7 +138,7 @@ def _read_credentials_dir(directory: Path) -> tuple[str, str, str | None]:
 class Location:
     """A directory or file: its scheme, authority (bucket, namenode) and the path pyarrow uses."""
 
-    scheme: str      # "file" | "s3" | "hdfs"
+    scheme: str      # the scheme's family: "file" | "s3" | "hdfs" (locations.schemes.copy_family)
     authority: str   # "" for file; host:port for hdfs; the bucket for s3 (also the head of `path`)
     path: str        # pyarrow path: "/abs/dir" (file, hdfs) or "bucket/key/prefix" (s3)
 
@@ -121,7 +163,10 @@ class Location:
         return self.scheme == "s3"
 
     def child(self, relative: str) -> Location:
-        return Location(self.scheme, self.authority, posixpath.join(self.path, relative))
+        # Appended, not posixpath.join'ed: join would jump to an absolute `relative` (an S3 key's
+        # remainder after `t//`). Remainders that are not paths inside the unit are refused before
+        # they are read or written (relative_path_refusal).
+        return Location(self.scheme, self.authority, f"{self.path.rstrip('/')}/{relative}")
 
     def contains(self, other: Location) -> bool:
         """True when `other` is this location or lies below it (same filesystem)."""
@@ -133,26 +178,57 @@ class Location:
         return other_path[len(self.path.rstrip("/")) + 1:]
 
 
-def parse_uri(uri: str) -> Location:
+def relative_path_refusal(relative: str) -> str | None:
+    """Why a listed file's path below its unit is not a path inside the unit; None when it is.
+
+    Object-store keys are names, not paths: `t//tmp/x`, `t/./x` and `t/a/../../x` are keys below
+    `t/` whose remainders, joined to a directory, name an absolute path, an alias or a parent. They
+    are refused, never normalised: the normal form would read another object, or two keys would
+    land on one file."""
+    if "\0" in relative or any(segment in ("", ".", "..") for segment in relative.split("/")):
+        return "does not name a file inside the unit (an empty, '.' or '..' path segment)"
+    return None
+
+
+_SUPPORTED = ", ".join(f"{name}://" for name in COPY_SCHEMES[:-1]) + f" or {COPY_SCHEMES[-1]}://"
+
+
+def parse_uri(uri: str, role: str = "") -> Location:
+    """The location of a URI; `role` (e.g. "--from") starts every refusal's message."""
+    label = f"{role} {uri!r}" if role else repr(uri)
+    refusal = bare_path_refusal(uri)
+    if refusal is not None:
+        raise CopyInputError(f"{role} {refusal}" if role else refusal)
+    control = next((c for c in uri if c < " "), None)
+    if control is not None:  # no path holds NUL; Hive writes the others %XX-escaped (and plan.py sorts on two)
+        raise CopyInputError(f"{label}: a control character (U+{ord(control):04X}) in the URI")
     parsed = urlparse(uri)
     scheme = parsed.scheme.lower()
-    if scheme in ("", "file"):
-        raw = parsed.path if scheme == "file" else uri
-        if not raw:
-            raise CopyInputError(f"{uri!r}: no path")
-        return Location("file", "", os.path.realpath(raw))  # realpath: symlinks cannot hide an overlap
-    if scheme in S3_SCHEMES:
+    family = copy_family(scheme) if scheme else None
+    if family == "file":
+        # literal: urlparse would cut the path at '?' or '#' and copy another directory
+        rest = uri[len(scheme) + 1:]
+        if rest.startswith("//"):
+            end = rest.find("/", 2)
+            rest = rest[end:] if end >= 0 else ""
+        if not rest:
+            raise CopyInputError(f"{label}: no path")
+        return Location("file", "", os.path.realpath(rest))  # realpath: symlinks cannot hide an overlap
+    if family == "s3":
         key = posixpath.normpath(parsed.path).strip("/") if parsed.path.strip("/") else ""
         if not parsed.netloc:
-            raise CopyInputError(f"{uri!r}: no bucket")
+            raise CopyInputError(f"{label}: no bucket")
         if not key:
-            raise CopyInputError(f"{uri!r}: copy into and from prefixes, not whole buckets")
+            raise CopyInputError(f"{label}: copy into and from prefixes, not whole buckets")
         return Location("s3", parsed.netloc, f"{parsed.netloc}/{key}")
-    if scheme == "hdfs":
+    if family == "hdfs":
         if not parsed.netloc:
-            raise CopyInputError(f"{uri!r}: hdfs URIs need the namenode, hdfs://host:port/path")
-        return Location("hdfs", parsed.netloc, posixpath.normpath(parsed.path or "/"))
-    raise CopyInputError(f"{uri!r}: unsupported scheme {scheme!r} (use a local path, file://, s3:// or hdfs://)")
+            raise CopyInputError(f"{label}: hdfs URIs need the namenode, hdfs://host:port/path")
+        # normpath keeps a leading "//" (POSIX leaves it implementation-defined); HDFS does not
+        return Location("hdfs", parsed.netloc, "/" + posixpath.normpath(parsed.path or "/").lstrip("/"))
+    if not scheme:
+        raise CopyInputError(f"{label}: no URI scheme (use {_SUPPORTED})")
+    raise CopyInputError(f"{label}: unsupported scheme {scheme!r} (use {_SUPPORTED})")
 
 
 @dataclass(frozen=True)

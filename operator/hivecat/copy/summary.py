@@ -25,7 +25,7 @@ class UnitResult:
 
 
 @dataclass
-class RunSummary:
+class CopySummary:
     run_id: str
     engine: str
     verify: str

@@ -6,6 +6,10 @@ staging directory and verifies the copy: size always; with --verify checksum, th
 (elsewhere, the CRC32C of a full re-read of what was written); S3 ETags for server-side copies.
 It also checks that the source did not change while it was copied. Failures are returned as results, not raised, so
 one bad file fails its unit and not the whole run.
+
+Nothing is read through a symbolic link (see listing.py): local files are opened with O_NOFOLLOW, so a
+file swapped for a link after it was listed is refused too. A relative path that is not a path inside
+the unit (an object key like `t//x` or `t/a/../x`) is refused before anything is read or written.
 """
 
 from __future__ import annotations
@@ -13,20 +17,21 @@ from __future__ import annotations
 import errno
 import mmap
 import os
-import shutil
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import pyarrow as pa
 from pyarrow import fs as pafs
 
 from hivecat.copy import checksum, s3copy
-from hivecat.copy.storage import Location, Storage
+from hivecat.copy.storage import Location, Storage, relative_path_refusal
 
 CHUNK_BYTES = 4 * 1024 * 1024          # pyarrow streams (object stores, HDFS)
 LOCAL_CHUNK_BYTES = 1024 * 1024        # reading local files: small enough to stay in the CPU's cache
 MAP_WINDOW_BYTES = 64 * 1024 * 1024    # verifying local copies through mmap, a window at a time
+LINK_MESSAGE = "a symbolic link: never followed (replace it with the file it points to, or remove it)"
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,9 @@ def run_task(task: FileTask, options: TransferOptions) -> FileResult:
 
 
 def _run(task: FileTask, options: TransferOptions) -> FileResult:
+    refusal = relative_path_refusal(task.relpath)
+    if refusal is not None:  # before any write: joined to the staging directory it names another place
+        raise CopyFailed(f"{task.source.uri} {refusal}")
     storage = options.storage
     src_fs, dst_fs = storage.filesystem(task.source), storage.filesystem(task.dest)
     if task.source.is_object_store and task.dest.is_object_store:
@@ -86,9 +94,10 @@ def _run(task: FileTask, options: TransferOptions) -> FileResult:
     if local and task.carry and _hardlink(task):
         pass  # committed files are never written in place, so old and new unit may share them
     elif local and not options.bandwidth and not options.checksum:
-        # In-kernel copy (sendfile on Linux): on the 2-CPU build machine, read() + write() through
-        # this process cost 3-4x the kernel time of the in-kernel copy.
-        shutil.copyfile(task.source.path, task.dest.path)
+        # In-kernel copy: on the 2-CPU build machine, read() + write() through this process cost
+        # 3-4x the kernel time of the in-kernel copy.
+        with _open_source(task.source.path) as reader, open(task.dest.path, "wb", buffering=0) as writer:
+            _kernel_copy(reader.fileno(), writer.fileno())
     elif local and not options.bandwidth:
         digest = _local_copy_compared(task)  # the copy is byte-identical to the source as read
     else:
@@ -104,16 +113,39 @@ def _run(task: FileTask, options: TransferOptions) -> FileResult:
 
 def _hardlink(task: FileTask) -> bool:
     try:
-        os.link(task.source.path, task.dest.path)
-        return True
+        os.link(task.source.path, task.dest.path, follow_symlinks=False)
     except OSError:  # another device, or links not allowed: copy instead
         return False
+    if os.path.islink(task.dest.path):  # the inode linked is itself a symbolic link: the copy refuses it
+        os.unlink(task.dest.path)
+        return False
+    return True
+
+
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW)
+
+
+def _open_source(path: str):
+    """A local file opened for reading, refused (CopyFailed) if it is a symbolic link."""
+    try:
+        return open(path, "rb", buffering=0, opener=_no_follow)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # what O_NOFOLLOW answers for a link
+            raise CopyFailed(LINK_MESSAGE) from None
+        raise
+
+
+def _input_stream(filesystem: pafs.FileSystem, path: str):
+    if isinstance(filesystem, pafs.LocalFileSystem):  # pyarrow's own would follow a link
+        return pa.PythonFile(_open_source(path), mode="r")
+    return filesystem.open_input_stream(path)
 
 
 def _stream_copy(src_fs: pafs.FileSystem, dst_fs: pafs.FileSystem, task: FileTask,
                  options: TransferOptions) -> str:
     crc, began, copied = 0, time.monotonic(), 0
-    with src_fs.open_input_stream(task.source.path) as reader, dst_fs.open_output_stream(task.dest.path) as writer:
+    with _input_stream(src_fs, task.source.path) as reader, dst_fs.open_output_stream(task.dest.path) as writer:
         for chunk in _stream_chunks(reader):
             crc = checksum.update(crc, chunk)
             writer.write(chunk)
@@ -128,7 +160,15 @@ def _stream_copy(src_fs: pafs.FileSystem, dst_fs: pafs.FileSystem, task: FileTas
 def hash_file(filesystem: pafs.FileSystem, path: str) -> str:
     crc = 0
     if isinstance(filesystem, pafs.LocalFileSystem):
-        with open(path, "rb", buffering=0) as reader:
+        try:
+            reader = open(path, "rb", buffering=0, opener=_no_follow)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            # Not read, and equal to no other hash, so never taken as up to date: a link in the source
+            # then fails its unit when copied (_open_source), one in the target is replaced.
+            return f"not-followed:{path}"
+        with reader:
             for chunk in _local_chunks(reader):
                 crc = checksum.update(crc, chunk)
     else:
@@ -144,7 +184,7 @@ def _local_copy_compared(task: FileTask) -> str:
     accepted only if identical to what was read, which is stronger than comparing two checksums.
     Both through the descriptors the copy used: 2 opens per file instead of 4, which is what small
     files pay most for. A source that changes meanwhile fails this or the checks after it."""
-    with open(task.source.path, "rb", buffering=0) as reader, open(task.dest.path, "w+b", buffering=0) as writer:
+    with _open_source(task.source.path) as reader, open(task.dest.path, "w+b", buffering=0) as writer:
         _kernel_copy(reader.fileno(), writer.fileno())
         written = os.fstat(writer.fileno()).st_size
         if written != task.size:  # checked before mapping: a short copy must not be mapped past its end

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import kopf
 
-GROUP = "hivecatalog.io"
+from hivecat.kinds import FINALIZER, GROUP
 
 
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: object) -> None:
     # Our own names for kopf's bookkeeping, so `kubectl get -o yaml` shows whose they are.
-    settings.persistence.finalizer = f"{GROUP}/finalizer"
+    settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
     settings.posting.level = 20  # logging.INFO: warnings and infos become Kubernetes Events

@@ -8,19 +8,16 @@ from typing import Any
 
 import kopf
 
-from hivecat.handlers import GROUP
-
-VERSION = "v1alpha1"
-PLURAL = "hivecatalogs"
+from hivecat.kinds import GROUP, HIVE_CATALOG, VERSION
 
 
-@kopf.on.resume(GROUP, VERSION, PLURAL)
-@kopf.on.create(GROUP, VERSION, PLURAL)
-@kopf.on.update(GROUP, VERSION, PLURAL)
+@kopf.on.resume(GROUP, VERSION, HIVE_CATALOG.plural)
+@kopf.on.create(GROUP, VERSION, HIVE_CATALOG.plural)
+@kopf.on.update(GROUP, VERSION, HIVE_CATALOG.plural)
 def acknowledge_generation(meta: kopf.Meta, patch: kopf.Patch, **_: Any) -> None:
     patch.status["observedGeneration"] = meta.get("generation")
 
 
-@kopf.on.delete(GROUP, VERSION, PLURAL)  # a deletion handler is what makes kopf add and keep its finalizer
+@kopf.on.delete(GROUP, VERSION, HIVE_CATALOG.plural)  # a deletion handler is what makes kopf add and keep its finalizer
 def release(name: str | None, namespace: str | None, logger: logging.Logger, **_: Any) -> None:
     logger.info("HiveCatalog %s/%s released", namespace, name)

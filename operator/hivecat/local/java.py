@@ -6,19 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-# The module openings Spark's launcher passes on Java 17+; Hive 2.3 and DataNucleus need the same.
-JAVA_MODULE_OPTIONS = [
-    "-XX:+IgnoreUnrecognizedVMOptions",
-    *(
-        f"--add-opens=java.base/{pkg}=ALL-UNNAMED"
-        for pkg in (
-            "java.lang", "java.lang.invoke", "java.lang.reflect", "java.io", "java.net", "java.nio",
-            "java.util", "java.util.concurrent", "java.util.concurrent.atomic", "jdk.internal.ref",
-            "sun.nio.ch", "sun.nio.cs", "sun.security.action", "sun.util.calendar",
-        )
-    ),
-    "-Djdk.reflect.useDirectMethodHandle=false",
-]
+from hivecat.jvm import JAVA_MODULE_OPTIONS
 
 
 def spark_jars_dir() -> Path:

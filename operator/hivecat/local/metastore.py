@@ -6,18 +6,18 @@ the caller created (latin1 on MySQL: utf8mb4 overflows HMS's index key limits).
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from xml.sax.saxutils import escape
 
 import sqlalchemy as sa
 
+from hivecat.catalog.hive_site import (JdbcConnection, connection_properties, hive_site_xml, mariadb_jdbc,
+                                       postgresql_jdbc)
 from hivecat.local.java import java_command
 from hivecat.local.net import free_port, port_open, wait_for_port
+from hivecat.local.processes import stop_process_group
 
 HMS_MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 MARIADB_JDBC_JAR = "/usr/share/java/mariadb-java-client.jar"
@@ -41,27 +41,20 @@ class MetastoreDatabase:
 
     @classmethod
     def mariadb(cls, host: str, port: int, name: str, user: str, password: str) -> "MetastoreDatabase":
-        # useMysqlMetadata makes the MariaDB driver report itself as MySQL, which DataNucleus expects.
-        return cls(f"jdbc:mysql://{host}:{port}/{name}?useMysqlMetadata=true", "org.mariadb.jdbc.Driver",
-                   user, password, MARIADB_JDBC_JAR, _url("mysql+pymysql", host, port, name, user, password))
+        jdbc = mariadb_jdbc(host, port, name)
+        return cls(jdbc.url, jdbc.driver, user, password, MARIADB_JDBC_JAR,
+                   _url("mysql+pymysql", host, port, name, user, password))
 
     @classmethod
     def postgresql(cls, host: str, port: int, name: str, user: str, password: str) -> "MetastoreDatabase":
-        return cls(f"jdbc:postgresql://{host}:{port}/{name}", "org.postgresql.Driver",
-                   user, password, POSTGRESQL_JDBC_JAR, _url("postgresql+psycopg", host, port, name, user, password))
+        jdbc = postgresql_jdbc(host, port, name)
+        return cls(jdbc.url, jdbc.driver, user, password, POSTGRESQL_JDBC_JAR,
+                   _url("postgresql+psycopg", host, port, name, user, password))
 
 
 def _url(driver: str, host: str, port: int, name: str, user: str, password: str) -> str:
     url = sa.URL.create(driver, username=user, password=password, host=host, port=port, database=name)
     return url.render_as_string(hide_password=False)
-
-
-def hive_site_xml(properties: dict[str, str]) -> str:
-    rows = "".join(
-        f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n"
-        for k, v in sorted(properties.items())
-    )
-    return f'<?xml version="1.0"?>\n<configuration>\n{rows}</configuration>\n'
 
 
 LOG4J2_PROPERTIES = """\
@@ -105,10 +98,7 @@ class MetastoreServer:
     def conf(self) -> dict[str, str]:
         db = self.database
         return {
-            "javax.jdo.option.ConnectionURL": db.jdbc_url,
-            "javax.jdo.option.ConnectionDriverName": db.driver,
-            "javax.jdo.option.ConnectionUserName": db.user,
-            "javax.jdo.option.ConnectionPassword": db.password,
+            **connection_properties(JdbcConnection(db.jdbc_url, db.driver), db.user, db.password),
             "hive.metastore.warehouse.dir": self.warehouse_dir,
             "hive.metastore.schema.verification": "false",
             "datanucleus.schema.autoCreateAll": "true",
@@ -187,14 +177,7 @@ class MetastoreServer:
                 time.sleep(0.2)
 
     def stop(self, grace: float = 15.0) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(grace)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+        stop_process_group(self.process, grace)
 
     def log_tail(self, lines: int = 40) -> str:
         text = ""

@@ -1,5 +1,5 @@
-"""HMS partition filters (the get_partitions_by_filter subset): parse once, then evaluate in Python, render
-for AWS Glue, or translate to SQL over the metastore's own tables.
+"""HMS partition filters (the get_partitions_by_filter subset): parse once, then evaluate in Python here,
+render for AWS Glue (filter_glue.py), or translate to SQL over the metastore's own tables (filter_sql.py).
 
 Grammar (keywords are case-insensitive; NOT binds tighter than AND, AND tighter than OR):
 
@@ -29,6 +29,10 @@ Decisions:
   boolean, ...) allow only =, !=, <> and IN, with a quoted value compared exactly as stored: their string
   order is not their order, so ranges are refused rather than answered wrongly.
 - Integers have at most 20 digits; a stored integral value with more is treated as not an integer.
+- Size is bounded (a filter may come from a custom resource, and becomes one statement on the metastore's
+  database): at most MAX_IN_VALUES values in an IN list, MAX_PREDICATES predicates (comparisons, LIKE,
+  BETWEEN, IN) and MAX_VALUES values in all, MAX_FILTER_CHARS characters. Past a limit the filter is refused
+  with a FilterError naming it, by parse_filter and check_filter_syntax alike, so before any connection.
 """
 
 from __future__ import annotations
@@ -37,16 +41,9 @@ import datetime
 import enum
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NoReturn
-
-import sqlalchemy as sa
-from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql.elements import ColumnElement
-from sqlalchemy.sql.functions import FunctionElement
-
-from hivecat.locations.prefix import exact_text
 
 
 class FilterError(ValueError):
@@ -79,10 +76,16 @@ def key_kind(hive_type: str) -> KeyKind:
 Literal = str | int
 OPERATORS = ("=", "!=", "<", "<=", ">", ">=")
 _FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
-_MAX_DIGITS = 20
-_INTEGER = re.compile(rf"-?[0-9]{{1,{_MAX_DIGITS}}}")
+MAX_DIGITS = 20
+_INTEGER = re.compile(rf"-?[0-9]{{1,{MAX_DIGITS}}}")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _MAX_DEPTH = 100  # nesting (parentheses, NOT): far beyond real filters, well below Python's recursion limit
+# Filters come from users and custom resources and become one SQL statement on the metastore's database:
+# bounded, so no filter can make that statement (or the server parsing it) arbitrarily large.
+MAX_IN_VALUES = 1000   # values in one IN list
+MAX_PREDICATES = 200   # comparisons, LIKEs, BETWEENs and IN lists in one filter
+MAX_VALUES = 10_000    # literal values in one filter (IN values and bounds), all lists together
+MAX_FILTER_CHARS = 1_000_000  # checked before tokenizing, which holds every token of the text at once
 
 
 # --- the tree ---------------------------------------------------------------------------------------
@@ -229,10 +232,16 @@ def _backquoted(text: str, start: int) -> tuple[str, int]:
 
 # --- parser -----------------------------------------------------------------------------------------
 
-def parse_filter(text: str, keys: Mapping[str, str]) -> Expr:
-    """Parse `text` against the table's partition keys (name -> Hive type); raises FilterError."""
+def _check_text(text: str) -> None:
     if not isinstance(text, str) or not text.strip():
         raise FilterError("the partition filter is empty")
+    if len(text) > MAX_FILTER_CHARS:
+        raise FilterError(f"the partition filter is longer than the limit of {MAX_FILTER_CHARS} characters")
+
+
+def parse_filter(text: str, keys: Mapping[str, str]) -> Expr:
+    """Parse `text` against the table's partition keys (name -> Hive type); raises FilterError."""
+    _check_text(text)
     kinds: dict[str, KeyKind] = {}
     for name, hive_type in keys.items():
         if name.lower() in kinds:
@@ -243,11 +252,21 @@ def parse_filter(text: str, keys: Mapping[str, str]) -> Expr:
     return _Parser(text, kinds, keys).parse()
 
 
+
+def check_filter_syntax(text: str) -> None:
+    """Raise FilterError when `text` is not a filter whatever the table's keys are: the part of
+    parse_filter that needs no catalog, so a typo is caught before connecting to one."""
+    _check_text(text)
+    _SyntaxParser(text, {}, {}).parse()
+
+
 class _Parser:
     def __init__(self, text: str, kinds: dict[str, KeyKind], types: Mapping[str, str]):
         self.tokens = _tokens(text)
         self.i = 0
         self.depth = 0
+        self.predicates = 0
+        self.values = 0
         self.kinds = kinds
         self.types = {name.lower(): hive_type for name, hive_type in types.items()}
 
@@ -278,6 +297,20 @@ class _Parser:
         self.depth += 1
         if self.depth > _MAX_DEPTH:
             raise FilterError(f"the filter nests deeper than {_MAX_DEPTH} levels", position)
+
+    def count_predicate(self, position: int) -> None:
+        self.predicates += 1
+        if self.predicates > MAX_PREDICATES:
+            raise FilterError(f"the filter has more predicates than the limit of {MAX_PREDICATES} (comparisons, "
+                              "LIKE, BETWEEN and IN each count one): write equalities on one key as an IN list",
+                              position)
+
+    def counted(self, token: _Token) -> _Token:
+        """A literal of the filter, counted against MAX_VALUES."""
+        self.values += 1
+        if self.values > MAX_VALUES:
+            raise FilterError(f"the filter has more values than the limit of {MAX_VALUES} in all", token.pos)
+        return token
 
     # grammar
     def parse(self) -> Expr:
@@ -319,8 +352,9 @@ class _Parser:
 
     def predicate(self) -> Expr:
         token = self.peek()
+        self.count_predicate(token.pos)
         if token.kind in ("string", "int"):
-            value = self.take()
+            value = self.counted(self.take())
             if not self.at("op"):
                 self.fail("expected a comparison operator after a value")
             op = str(self.take().value)
@@ -331,7 +365,7 @@ class _Parser:
         key, kind = self.key()
         if self.at("op"):
             op = str(self.take().value)
-            return self.compare(key, kind, op, self.literal())
+            return self.compare(key, kind, op, self.counted(self.literal()))
         negated = self.at("keyword", "not")
         if negated:
             self.take()
@@ -368,7 +402,7 @@ class _Parser:
             text = str(token.value)
             if not _INTEGER.fullmatch(text):
                 raise FilterError(f"partition key {key!r} has type {hive_type}: {text!r} is not an integer "
-                                  f"of at most {_MAX_DIGITS} digits", token.pos)
+                                  f"of at most {MAX_DIGITS} digits", token.pos)
             return int(text)
         if token.kind == "int":
             raise FilterError(f"partition key {key!r} has type {hive_type}: quote the value ('{token.value}')",
@@ -396,7 +430,7 @@ class _Parser:
             self.fail("expected a quoted LIKE pattern")
         token = self.take()
         try:
-            _like_parts(str(token.value))
+            like_parts(str(token.value))
         except ValueError as exc:
             raise FilterError(str(exc), token.pos) from None
         return Like(key, str(token.value))
@@ -404,18 +438,21 @@ class _Parser:
     def between(self, key: str, kind: KeyKind, position: int) -> Between:
         self.take()
         self.ordered(key, kind, position)
-        low = self.value(key, kind, self.literal())
+        low = self.value(key, kind, self.counted(self.literal()))
         self.expect("keyword", "and", "AND between the BETWEEN bounds")
-        high = self.value(key, kind, self.literal())
+        high = self.value(key, kind, self.counted(self.literal()))
         return Between(key, kind, low, high)
 
     def in_(self, key: str, kind: KeyKind, position: int) -> In:
         self.take()
         self.expect("punct", "(", "'(' after IN")
-        values = [self.value(key, kind, self.literal())]
+        values = [self.value(key, kind, self.counted(self.literal()))]
         while self.at("punct", ","):
             self.take()
-            values.append(self.value(key, kind, self.literal()))
+            if len(values) == MAX_IN_VALUES:
+                raise FilterError(f"the IN list has more values than the limit of {MAX_IN_VALUES}: split it "
+                                  "into several IN lists joined by OR, or select a range", self.peek().pos)
+            values.append(self.value(key, kind, self.counted(self.literal())))
         self.expect("punct", ")", "',' or ')' in the IN list")
         return In(key, kind, tuple(values))
 
@@ -432,13 +469,13 @@ def _is_date(text: str) -> bool:
 
 # --- LIKE patterns ----------------------------------------------------------------------------------
 
-_ANY = object()   # %
-_ONE = object()   # _
+LIKE_ANY = object()   # %
+LIKE_ONE = object()   # _
 
 
 @functools.lru_cache(maxsize=256)
-def _like_parts(pattern: str) -> tuple[object, ...]:
-    """The pattern as wildcards (_ANY, _ONE) and literal characters; ValueError for a dangling backslash."""
+def like_parts(pattern: str) -> tuple[object, ...]:
+    """The pattern as wildcards (LIKE_ANY, LIKE_ONE) and literal characters; ValueError for a dangling backslash."""
     parts: list[object] = []
     i = 0
     while i < len(pattern):
@@ -449,14 +486,14 @@ def _like_parts(pattern: str) -> tuple[object, ...]:
             parts.append(pattern[i + 1])
             i += 2
             continue
-        parts.append(_ANY if ch == "%" else _ONE if ch == "_" else ch)
+        parts.append(LIKE_ANY if ch == "%" else LIKE_ONE if ch == "_" else ch)
         i += 1
     return tuple(parts)
 
 
 @functools.lru_cache(maxsize=256)
 def _like_regex(pattern: str) -> re.Pattern[str]:
-    body = "".join(".*" if p is _ANY else "." if p is _ONE else re.escape(str(p)) for p in _like_parts(pattern))
+    body = "".join(".*" if p is LIKE_ANY else "." if p is LIKE_ONE else re.escape(str(p)) for p in like_parts(pattern))
     return re.compile(body, re.DOTALL)   # SQL's % and _ match newlines too
 
 
@@ -514,174 +551,16 @@ def evaluate(expr: Expr, values: Mapping[str, str]) -> bool:
     return _truth(expr, {key.lower(): value for key, value in values.items()}) is True
 
 
-# --- AWS Glue ---------------------------------------------------------------------------------------
+class _SyntaxParser(_Parser):
+    """Accepts any key name and literal: checks the grammar only (types need the table's keys)."""
 
-_GLUE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
-# Words Glue's SQL parser would read as syntax; Glue also rejects a key named "key" (a known Glue quirk).
-_GLUE_RESERVED = frozenset({"and", "or", "not", "in", "like", "between", "is", "null", "true", "false", "key"})
+    def key(self) -> tuple[str, KeyKind]:
+        if not self.at("key"):
+            self.fail("expected a partition key")
+        return str(self.take().value).lower(), KeyKind.STRING
 
+    def value(self, key: str, kind: KeyKind, token: _Token) -> Literal:
+        return str(token.value)
 
-def _glue_literal(value: Literal) -> str:
-    if isinstance(value, int):
-        return str(value)
-    # How Glue's parser treats a backslash or a control character inside a string is not documented:
-    # refuse rather than risk selecting other partitions.
-    if "\\" in value or any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
-        raise FilterError(f"the value {value!r} cannot be written safely in a Glue expression")
-    return "'" + value.replace("'", "''") + "'"
-
-
-def _glue_key(key: str) -> str:
-    if not _GLUE_NAME.fullmatch(key) or key in _GLUE_RESERVED:
-        raise FilterError(f"the partition key {key!r} cannot be written safely in a Glue expression")
-    return key
-
-
-def to_glue_expression(expr: Expr) -> str:
-    """The filter in AWS Glue GetPartitions `Expression` syntax (fully parenthesized).
-
-    Raises FilterError for what Glue's documentation leaves unclear (backslashes, LIKE escapes, key names
-    that are not plain identifiers or are reserved): callers fetch unfiltered and use evaluate() instead.
-    """
-    if isinstance(expr, (And, Or)):
-        word = " AND " if isinstance(expr, And) else " OR "
-        return word.join(f"({to_glue_expression(operand)})" for operand in expr.operands)
-    if isinstance(expr, Not):
-        return f"NOT ({to_glue_expression(expr.operand)})"
-    key = _glue_key(expr.key)
-    if isinstance(expr, Compare):
-        return f"{key} {'<>' if expr.op == '!=' else expr.op} {_glue_literal(expr.value)}"
-    if isinstance(expr, Between):
-        return f"{key} BETWEEN {_glue_literal(expr.low)} AND {_glue_literal(expr.high)}"
-    if isinstance(expr, In):
-        return f"{key} IN ({', '.join(_glue_literal(value) for value in expr.values)})"
-    # Glue documents LIKE's wildcards but no escape: a pattern that needs a literal %, _ or \ is refused.
-    parts = _like_parts(expr.pattern)
-    if any(part in ("%", "_", "\\") for part in parts):
-        raise FilterError(f"the LIKE pattern {expr.pattern!r} needs an escape, which Glue does not document")
-    text = "".join("%" if p is _ANY else "_" if p is _ONE else str(p) for p in parts)
-    return f"{key} LIKE {_glue_literal(text)}"
-
-
-# --- SQL --------------------------------------------------------------------------------------------
-
-_SQL_ESCAPE = "!"   # our own escape character: a backslash would depend on MySQL's NO_BACKSLASH_ESCAPES
-_NUMBER_TYPE = sa.Numeric(_MAX_DIGITS, 0)   # every integer of up to 20 digits, bigint's range included
-
-
-class _ExactLike(FunctionElement):
-    """value LIKE pattern, case-sensitive and without space padding, escape character _SQL_ESCAPE."""
-
-    name = "hivecat_exact_like"
-    inherit_cache = True
-    type = sa.Boolean()
-
-
-def _like_operands(element: FunctionElement, compiler, **kw) -> tuple[str, str]:
-    value, pattern = element.clauses
-    return compiler.process(value, **kw), compiler.process(pattern, **kw)
-
-
-@compiles(_ExactLike)
-def _like_default(element, compiler, **kw):
-    value, pattern = _like_operands(element, compiler, **kw)
-    return f"({value} LIKE {pattern} ESCAPE '{_SQL_ESCAPE}')"
-
-
-@compiles(_ExactLike, "mysql")
-def _like_mysql(element, compiler, **kw):
-    # A _bin collation of a real character set: case-sensitive, and _ is one character, not one byte.
-    value, pattern = _like_operands(element, compiler, **kw)
-    return (f"(CONVERT({value} USING utf8mb4) COLLATE utf8mb4_bin LIKE "
-            f"CONVERT({pattern} USING utf8mb4) COLLATE utf8mb4_bin ESCAPE '{_SQL_ESCAPE}')")
-
-
-@compiles(_ExactLike, "postgresql")
-def _like_postgresql(element, compiler, **kw):
-    value, pattern = _like_operands(element, compiler, **kw)
-    return f"(({value}) COLLATE \"C\" LIKE ({pattern}) COLLATE \"C\" ESCAPE '{_SQL_ESCAPE}')"
-
-
-class _RegexSubject(FunctionElement):
-    """A string to match a regular expression against (PostgreSQL refuses nondeterministic collations there)."""
-
-    name = "hivecat_regex_subject"
-    inherit_cache = True
-    type = sa.String()
-
-
-@compiles(_RegexSubject)
-def _regex_subject_default(element, compiler, **kw):
-    (value,) = element.clauses
-    return compiler.process(value, **kw)
-
-
-@compiles(_RegexSubject, "postgresql")
-def _regex_subject_postgresql(element, compiler, **kw):
-    (value,) = element.clauses
-    return f'({compiler.process(value, **kw)}) COLLATE "C"'
-
-
-def _sql_like_pattern(pattern: str) -> str:
-    out = []
-    for part in _like_parts(pattern):
-        if part is _ANY:
-            out.append("%")
-        elif part is _ONE:
-            out.append("_")
-        else:
-            ch = str(part)
-            out.append(_SQL_ESCAPE + ch if ch in ("%", "_", _SQL_ESCAPE) else ch)
-    return "".join(out)
-
-
-def _sql_compare(left: ColumnElement, op: str, right: ColumnElement) -> ColumnElement[bool]:
-    if op == "=":
-        return left == right
-    if op == "!=":
-        return left != right
-    if op == "<":
-        return left < right
-    if op == "<=":
-        return left <= right
-    if op == ">":
-        return left > right
-    return left >= right
-
-
-def _sql_number(value: ColumnElement[str]) -> ColumnElement:
-    # Only well-formed integers are cast (NULL otherwise, like HMS): MySQL would read 'x' as 0 and
-    # PostgreSQL would fail the whole statement. The second test rules out any newline for '$' to hide
-    # behind, whatever regex flags the server runs with.
-    subject = _RegexSubject(value)
-    well_formed = sa.and_(subject.regexp_match(rf"^-?[0-9]{{1,{_MAX_DIGITS}}}$"),
-                          sa.not_(subject.regexp_match("[^-0-9]")))
-    return sa.case((well_formed, sa.cast(value, _NUMBER_TYPE)), else_=sa.null())
-
-
-def to_sql(expr: Expr, value_of: Callable[[str], ColumnElement[str]]) -> ColumnElement[bool]:
-    """The filter as an SQL condition; value_of(key) is the key's stored string value for the current row."""
-    if isinstance(expr, And):
-        return sa.and_(*(to_sql(operand, value_of) for operand in expr.operands))
-    if isinstance(expr, Or):
-        return sa.or_(*(to_sql(operand, value_of) for operand in expr.operands))
-    if isinstance(expr, Not):
-        return sa.not_(to_sql(expr.operand, value_of))
-    stored = value_of(expr.key)
-    if isinstance(expr, Like):
-        return _ExactLike(stored, sa.literal(_sql_like_pattern(expr.pattern)))
-    if expr.kind is KeyKind.INTEGRAL:
-        value = _sql_number(stored)
-
-        def literal(v: Literal) -> ColumnElement:
-            return sa.literal(v, _NUMBER_TYPE)
-    else:
-        value = exact_text(stored)
-
-        def literal(v: Literal) -> ColumnElement:
-            return exact_text(sa.literal(v, sa.String()))
-    if isinstance(expr, Compare):
-        return _sql_compare(value, expr.op, literal(expr.value))
-    if isinstance(expr, Between):
-        return sa.and_(value >= literal(expr.low), value <= literal(expr.high))
-    return sa.or_(*(value == literal(v) for v in expr.values))
+    def ordered(self, key: str, kind: KeyKind, position: int) -> None:
+        return None

@@ -32,6 +32,9 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.functions import FunctionElement
 
+# The scheme table (which schemes form one storage family) lives in schemes.py, shared with the copy engine.
+from hivecat.locations.schemes import bare_path_refusal, scheme_family
+
 
 class InvalidLocation(ValueError):
     """A prefix (or a pair of them) that must not be used; `reason` is machine-readable."""
@@ -40,17 +43,6 @@ class InvalidLocation(ValueError):
         super().__init__(message)
         self.reason = reason  # invalid-uri, overlap or scheme-change (the Refusal reasons of catalog.model)
 
-
-# Schemes that reach the same storage through different clients: moving between them is a reconfiguration,
-# moving across families moves data. Each family is named after its first member, so an unknown scheme
-# (its own family) can never collide with a family name.
-_FAMILIES: dict[str, str] = {
-    "hdfs": "hdfs", "viewfs": "hdfs",
-    "s3": "s3", "s3a": "s3", "s3n": "s3",
-    "abfs": "abfs", "abfss": "abfs", "wasb": "abfs", "wasbs": "abfs",
-    "gs": "gs",
-    "file": "file",
-}
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 _CANONICAL_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
@@ -61,12 +53,6 @@ _PORT = re.compile(r"[0-9]+")
 # Control, format (zero-width, bidi), surrogate and line/paragraph separator characters: never in a real path,
 # always a copy-paste accident in a prefix.
 _INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-
-
-def scheme_family(scheme: str) -> str:
-    """The family a scheme belongs to; an unknown scheme is its own family."""
-    scheme = scheme.lower()
-    return _FAMILIES.get(scheme, scheme)
 
 
 @dataclass(frozen=True)
@@ -212,6 +198,9 @@ def _parse(uri: str) -> LocationPrefix:
         raise InvalidLocation("a location prefix cannot be empty")
     if uri != uri.strip():
         raise InvalidLocation(f"{uri!r} has leading or trailing whitespace")
+    refusal = bare_path_refusal(uri)  # the one wording, shared with `hivecat distcp`
+    if refusal is not None:
+        raise InvalidLocation(refusal)
     scheme_text, colon, rest = uri.partition(":")
     if not colon or not _SCHEME.fullmatch(scheme_text):
         raise InvalidLocation(f"{uri!r} has no URI scheme: write it in full, e.g. hdfs://nn:8020/path or file:/path")
@@ -309,7 +298,7 @@ def check_relocation(old: str, new: str, allow_scheme_change: bool) -> tuple[Loc
                               "on a rerun", reason="overlap")
     if not same_family(a, b) and not allow_scheme_change:
         raise InvalidLocation(f"moving from {a.scheme}: to {b.scheme}: changes the storage system "
-                              f"({a.family} to {b.family}); set allowSchemeChange to do it on purpose",
+                              f"({a.family} to {b.family}); allow a scheme change to do it on purpose",
                               reason="scheme-change")
     return a, b
 

@@ -15,12 +15,9 @@ catalog at a time: a lock row in the journal database. A dry run reads only: no 
 from __future__ import annotations
 
 import json
-import os
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -30,27 +27,29 @@ from hivecat.catalog.api.objects import (
     DATABASE, FUNCTION, PARTITION, TABLE, ObjectRef, Slot, read_slots, with_slots,
 )
 from hivecat.catalog.journal import (
-    APPLIED, CONFLICTED, DONE, ENTRY_FAILED, FAILED, PLANNED, RUN_UNDONE, RUNNING, UNDO_CONFLICTED, UNDO_FAILED, UNDOING,
-    UNDONE, Journal,
+    APPLIED, CONFLICTED, ENTRY_FAILED, PLANNED, RUNNING, UNDO_CONFLICTED, UNDO_FAILED, UNDOING, UNDONE, Journal,
 )
 from hivecat.catalog.model import (
-    DatabaseInfo, ObjectKind, PartitionInfo, Refusal, RelocationRefused, RelocationReport, RelocationRequest,
-    RunSummary, Scope, TableInfo,
+    DatabaseInfo, ObjectKind, PartitionInfo, Refusal, RelocationRefused, RelocationReport, RelocationRequest, Scope,
+    TableInfo, unsafe_table_refusal,
 )
+from hivecat.catalog.run import ChunkProgress, JournaledRelocation
+from hivecat.config import config
 from hivecat.locations.partition_filter import Expr, FilterError, evaluate, parse_filter
-from hivecat.locations.prefix import InvalidLocation, LocationPrefix, check_relocation, rebase
+from hivecat.locations.prefix import LocationPrefix, rebase
 
 
-Progress = Callable[[int, int], None]  # (chunks done, chunks total)
 PARAM_KINDS = frozenset({ObjectKind.SERDE_PARAM, ObjectKind.TABLE_PARAM, ObjectKind.PARTITION_PARAM})
 LOCK_TTL_SECONDS = 600  # renewed after every chunk; a crashed holder's lock is stale after this (at once on its host)
 
 
 def default_journal_url() -> str:
-    """A SQLite file under $XDG_STATE_HOME/hivecat (or ~/.local/state/hivecat)."""
-    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "hivecat"
-    state.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{state / 'journal.db'}"
+    """$HIVECAT_JOURNAL_URL, else a SQLite file in the state directory ($XDG_STATE_HOME/hivecat)."""
+    settings = config()
+    if settings.journal_url:
+        return settings.journal_url
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{settings.state_dir / 'journal.db'}"
 
 
 def refusal_reason(info: TableInfo, force_acid: bool) -> str | None:
@@ -63,11 +62,6 @@ def refusal_reason(info: TableInfo, force_acid: bool) -> str | None:
     return None
 
 
-WHY_REFUSED = {
-    "iceberg": "is an Iceberg table: its metadata files hold absolute paths that a metastore rewrite cannot change",
-    "acid": "is a transactional (ACID) table: its delta directories and write ids are tied to the location "
-            "(use --force-acid after moving its data consistently)",
-}
 
 
 @dataclass
@@ -78,7 +72,7 @@ class _Planned:
     report: RelocationReport
 
 
-class ApiCatalog:
+class ApiCatalog(JournaledRelocation):
     """The Catalog protocol over an ApiBackend; GlueCatalog and ThriftCatalog are this with their backend."""
 
     def __init__(self, backend: ApiBackend, journal_url: str | None = None):
@@ -209,8 +203,7 @@ class ApiCatalog:
                 continue
             reason = refusal_reason(info, request.force_acid) if info is not None else None
             if reason is not None:
-                refused.setdefault(info.qualified_name, Refusal(
-                    reason, f"{info.qualified_name} {WHY_REFUSED[reason]}", info.qualified_name))
+                refused.setdefault(info.qualified_name, unsafe_table_refusal(info.qualified_name, reason))
                 for slot, _, _ in changes:
                     report.count(slot.kind).refused += 1
                 continue
@@ -234,9 +227,13 @@ class ApiCatalog:
 
     # --- running ------------------------------------------------------------------------------------
 
+    # --- the hooks of catalog.run ------------------------------------------------------------------
+
+    def _ensure_journal(self) -> None:
+        self.journal.ensure(locks=True)
+
     @contextmanager
-    def _lock(self) -> Iterator[None]:
-        self.journal.ensure(locks=True)  # the journal's own tables: not a write to the catalog
+    def _run_lock(self) -> Iterator[None]:
         if not self.journal.acquire_lock(self.name, LOCK_TTL_SECONDS):
             raise RelocationRefused([Refusal("locked", f"another hivecat run holds catalog {self.name}")])
         try:
@@ -244,39 +241,27 @@ class ApiCatalog:
         finally:
             self.journal.release_lock(self.name)
 
-    def relocate(self, request: RelocationRequest, progress: Progress | None = None) -> RelocationReport:
-        began = time.monotonic()
-        try:
-            old, new = check_relocation(request.old_prefix, request.new_prefix, request.allow_scheme_change)
-        except InvalidLocation as exc:
-            raise RelocationRefused([Refusal(exc.reason, str(exc))]) from None
-        if request.chunk_size is not None and request.chunk_size < 1:
-            raise RelocationRefused([Refusal("invalid-chunk-size", "--chunk-size must be at least 1")])
-        if request.dry_run:
-            report = self._plan(request, old, new).report
-            report.run_id, report.status = "dry-run", "dry-run"
-            report.seconds = round(time.monotonic() - began, 3)
-            return report
-        with self._lock():
-            with self.engine.connect() as conn:
-                resumed = self.journal.resumable_run(conn, self.name, request)
-            if resumed is not None:  # planned before the crash: apply what is left
-                run_id = resumed
-                report = self._planned_report(run_id, request)
-            else:
-                planned = self._plan(request, old, new)
-                report = planned.report
-                with self.engine.begin() as conn:
-                    run_id = self.journal.new_run(conn, self.name, request)
-                    self.journal.add_entries(conn, [{"run_id": run_id, **row} for row in planned.rows])
-                    # What only planning knows (skipped, refused), for the report of a resumed run.
-                    self.journal.set_status(conn, run_id, RUNNING, report.to_dict())
-            self._apply(run_id, report, undo=False, progress=progress)
-            self._finish(report, run_id, APPLIED, CONFLICTED, ENTRY_FAILED)
-            report.seconds = round(time.monotonic() - began, 3)
+    def _dry_run(self, request: RelocationRequest, old: LocationPrefix, new: LocationPrefix) -> RelocationReport:
+        return self._plan(request, old, new).report  # reads only: no journal, no lock
+
+    def _execute(self, request: RelocationRequest, old: LocationPrefix, new: LocationPrefix,
+                 progress: ChunkProgress | None) -> RelocationReport:
+        with self.engine.connect() as conn:
+            resumed = self.journal.resumable_run(conn, self.name, request)
+        if resumed is not None:  # planned before the crash: apply what is left
+            run_id = resumed
+            report = self._planned_report(run_id, request)
+        else:
+            planned = self._plan(request, old, new)
+            report = planned.report
             with self.engine.begin() as conn:
-                self.journal.set_status(conn, run_id, FAILED if report.failed else DONE, report.to_dict())
-            return report
+                run_id = self.journal.new_run(conn, self.name, request)
+                self.journal.add_entries(conn, [{"run_id": run_id, **row} for row in planned.rows])
+                # What only planning knows (skipped, refused), for the report of a resumed run.
+                self.journal.set_status(conn, run_id, RUNNING, report.to_dict())
+        self._apply(run_id, report, undo=False, progress=progress)
+        self._finish(report, run_id, APPLIED, CONFLICTED, ENTRY_FAILED)
+        return report
 
     def _planned_report(self, run_id: str, request: RelocationRequest) -> RelocationReport:
         """A resumed run's report, starting from the skipped and refused counts its planning recorded."""
@@ -290,28 +275,14 @@ class ApiCatalog:
         report.refusals = [Refusal(**refusal) for refusal in planned.get("refusals", [])]
         return report
 
-    def undo(self, run_id: str) -> RelocationReport:
-        began = time.monotonic()
-        with self._lock():
-            with self.engine.connect() as conn:
-                run = self.journal.undoable_run(conn, self.name, run_id)
-            with self.engine.begin() as conn:
-                self.journal.set_status(conn, run_id, UNDOING)
-            report = RelocationReport("", self.name, run.new_prefix, run.old_prefix, False, status="undone")
-            self._apply(run_id, report, undo=True)
-            self._finish(report, run_id, UNDONE, UNDO_CONFLICTED, UNDO_FAILED)
-            report.seconds = round(time.monotonic() - began, 3)
-            if not report.failed:  # otherwise it stays `undoing`: rerun the undo to retry what failed
-                with self.engine.begin() as conn:
-                    self.journal.set_status(conn, run_id, RUN_UNDONE)
-            return report
+    def _undo_run(self, run_id: str, report: RelocationReport) -> None:
+        with self.engine.begin() as conn:
+            self.journal.set_status(conn, run_id, UNDOING)
+        self._apply(run_id, report, undo=True)
+        self._finish(report, run_id, UNDONE, UNDO_CONFLICTED, UNDO_FAILED)
 
-    def history(self) -> list[RunSummary]:
-        self.journal.ensure(locks=True)
-        with self.engine.connect() as conn:
-            return self.journal.history(conn, self.name)
-
-    def _apply(self, run_id: str, report: RelocationReport, *, undo: bool, progress: Progress | None = None) -> None:
+    def _apply(self, run_id: str, report: RelocationReport, *, undo: bool,
+               progress: ChunkProgress | None = None) -> None:
         # Undo also looks at planned entries: a crash between a write and its journal update leaves them so.
         states = (APPLIED, UNDO_FAILED, PLANNED) if undo else (PLANNED,)
         with self.engine.connect() as conn:

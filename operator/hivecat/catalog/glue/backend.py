@@ -26,7 +26,8 @@ from botocore.exceptions import ClientError
 from hivecat.catalog.api.backend import WriteRejected
 from hivecat.catalog.api.objects import DATABASE, FUNCTION, PARTITION, TABLE, ObjectRef, Place, StorageFields
 from hivecat.catalog.model import DatabaseInfo, ObjectKind, PartitionInfo, TableInfo
-from hivecat.locations.partition_filter import Expr, FilterError, to_glue_expression
+from hivecat.locations.filter_glue import to_glue_expression
+from hivecat.locations.partition_filter import Expr, FilterError
 
 MAX_DATABASES_PAGE = MAX_TABLES_PAGE = MAX_FUNCTIONS_PAGE = 100
 MAX_PARTITIONS_PAGE = 1000

@@ -17,7 +17,6 @@ Undo is the same statement with old and new swapped.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
@@ -29,12 +28,11 @@ from hivecat.catalog.sql.schema import HmsSchema
 from hivecat.catalog.sql.targets import ScopeFilter, Target
 from hivecat.locations.prefix import LocationPrefix, rebase, sql_match, sql_rewrite
 
-Progress = Callable[[int, int], None]  # (chunks done, chunks total)
 SMALL_PLAN = 1000  # up to this many planned rows of a kind, the fast path names their keys in its UPDATE
 
 
 @dataclass(frozen=True)
-class Plan:
+class RelocationPlan:
     """What a run rewrites: the targets in scope and the tables excluded as refused."""
 
     targets: list[Target]
@@ -49,7 +47,7 @@ class Plan:
     params_seen: dict[str, tuple[bool, bool]] = field(default_factory=dict, compare=False, repr=False)
 
 
-def _scoped(plan: Plan, target: Target, s: HmsSchema, *, keys_selected: bool = True) -> sa.Subquery | None:
+def _scoped(plan: RelocationPlan, target: Target, s: HmsSchema, *, keys_selected: bool = True) -> sa.Subquery | None:
     """The target's rows in scope under the old prefix, as (key1, key2, value, tbl_id)."""
     select = target.select(s, plan.scope)
     if select is None:
@@ -71,13 +69,13 @@ def _scoped(plan: Plan, target: Target, s: HmsSchema, *, keys_selected: bool = T
             .subquery())
 
 
-def _spellings(plan: Plan) -> list[tuple[str, str | None]]:
+def _spellings(plan: RelocationPlan) -> list[tuple[str, str | None]]:
     """(each spelling of the old prefix, what rebase makes of it): how a matched value changes."""
     spellings = ["".join(piece.text for piece in pattern) for pattern in plan.old.patterns()]
     return [(spelling, rebase(spelling, plan.old, plan.new)) for spelling in spellings]
 
 
-def _rewritten(value: sa.ColumnElement[str], plan: Plan) -> sa.ColumnElement[str]:
+def _rewritten(value: sa.ColumnElement[str], plan: RelocationPlan) -> sa.ColumnElement[str]:
     """The new value of a row already known to match the old prefix: with one spelling, a plain
     CONCAT (no second evaluation of the match, as sql_rewrite's CASE does)."""
     spellings = _spellings(plan)
@@ -87,7 +85,7 @@ def _rewritten(value: sa.ColumnElement[str], plan: Plan) -> sa.ColumnElement[str
     return sql_rewrite(value, plan.old, plan.new)
 
 
-def can_grow(plan: Plan, cap: Capacity) -> bool:
+def can_grow(plan: RelocationPlan, cap: Capacity) -> bool:
     """Whether a rewrite can make a value longer in `cap`'s unit (a new prefix no longer than every
     spelling of the old one cannot)."""
     def size(text: str) -> int:
@@ -101,7 +99,7 @@ def _chunk_of(key: sa.ColumnElement, chunk_size: int | None) -> sa.ColumnElement
     return (key - key % chunk_size) / chunk_size  # floor division in both dialects' integer arithmetic
 
 
-def params_under(conn: sa.Connection, target: Target, plan: Plan) -> tuple[bool, bool]:
+def params_under(conn: sa.Connection, target: Target, plan: RelocationPlan) -> tuple[bool, bool]:
     """Whether the parameter table of `target` holds any caller-named key, and any other key, with a
     value under the old prefix, whoever owns it. Usually neither: one scan of that table alone says so
     (remembered in the plan), sparing the owner joins of the count and of the plan, and the shared
@@ -117,7 +115,7 @@ def params_under(conn: sa.Connection, target: Target, plan: Plan) -> tuple[bool,
     return plan.params_seen[name]
 
 
-def count_in_scope(conn: sa.Connection, s: HmsSchema, plan: Plan, *,
+def count_in_scope(conn: sa.Connection, s: HmsSchema, plan: RelocationPlan, *,
                    rewrites: bool = True) -> dict[ObjectKind, tuple[int, int]]:
     """kind -> (rows that would be rewritten, rows under the prefix left alone: unnamed param keys).
 
@@ -141,7 +139,7 @@ def count_in_scope(conn: sa.Connection, s: HmsSchema, plan: Plan, *,
     return counts
 
 
-def sample_in_scope(conn: sa.Connection, s: HmsSchema, plan: Plan, limit: int) -> list[tuple[str, str]]:
+def sample_in_scope(conn: sa.Connection, s: HmsSchema, plan: RelocationPlan, limit: int) -> list[tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
     for target in plan.targets:
         sub = _scoped(plan, target, s)
@@ -153,7 +151,7 @@ def sample_in_scope(conn: sa.Connection, s: HmsSchema, plan: Plan, limit: int) -
     return pairs
 
 
-def tables_in_scope(conn: sa.Connection, s: HmsSchema, plan: Plan) -> list[str]:
+def tables_in_scope(conn: sa.Connection, s: HmsSchema, plan: RelocationPlan) -> list[str]:
     """db.table of every table with a row the plan would rewrite."""
     ids: set[int] = set()
     for target in plan.targets:
@@ -168,7 +166,7 @@ def tables_in_scope(conn: sa.Connection, s: HmsSchema, plan: Plan) -> list[str]:
     return [f"{db}.{name}" for db, name in rows]
 
 
-def write_plan(conn: sa.Connection, s: HmsSchema, journal: Journal, run_id: str, plan: Plan,
+def write_plan(conn: sa.Connection, s: HmsSchema, journal: Journal, run_id: str, plan: RelocationPlan,
                state: str = PLANNED) -> dict[ObjectKind, int]:
     """Journal every row in scope as (key, old value, new value) in `state`; entries written per kind."""
     e = journal.entries
@@ -201,7 +199,7 @@ class TooLong:
     limit: Capacity
 
 
-def too_long(conn: sa.Connection, s: HmsSchema, plan: Plan, limit: int) -> list[TooLong]:
+def too_long(conn: sa.Connection, s: HmsSchema, plan: RelocationPlan, limit: int) -> list[TooLong]:
     """Up to `limit` rows in scope whose new value exceeds its column's capacity (read from the schema)."""
     found: list[TooLong] = []
     for target in plan.targets:
@@ -216,7 +214,7 @@ def too_long(conn: sa.Connection, s: HmsSchema, plan: Plan, limit: int) -> list[
     return found
 
 
-def too_long_planned(conn: sa.Connection, journal: Journal, plan: Plan, run_id: str, limit: int) -> list[TooLong]:
+def too_long_planned(conn: sa.Connection, journal: Journal, plan: RelocationPlan, run_id: str, limit: int) -> list[TooLong]:
     """too_long, read from a run's journal entries right after its plan (same transaction): one pass
     over values already rewritten instead of recomputing every rewrite over the scope."""
     e, found = journal.entries, []
@@ -233,7 +231,7 @@ def too_long_planned(conn: sa.Connection, journal: Journal, plan: Plan, run_id: 
     return found
 
 
-def rewrite_planned(conn: sa.Connection, journal: Journal, target: Target, run_id: str, plan: Plan,
+def rewrite_planned(conn: sa.Connection, journal: Journal, target: Target, run_id: str, plan: RelocationPlan,
                     planned: int) -> int:
     """The one-transaction fast path (MySQL/MariaDB at REPEATABLE READ): rewrite exactly the `planned`
     rows of the target's kind with a single-table UPDATE; returns how many rows it matched.

@@ -1,0 +1,129 @@
+"""Opening a catalog from a typed target: the one place that turns a SqlTarget, GlueTarget or ThriftTarget
+(plus a password and where the journal lives) into a connected Catalog. The CLI and the operator's
+handlers are two thin callers; neither builds backends itself.
+
+Every failure to reach or recognise the catalog is a CatalogUnavailable with a stable `reason` and a
+message that names neither a CLI flag nor a secret, so it can become a one-line CLI error or a status
+condition."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from hivecat.catalog.base import Catalog
+from hivecat.catalog.targets import CatalogTarget, GlueTarget, SqlTarget, ThriftTarget
+
+
+class CatalogUnavailable(Exception):
+    """The catalog could not be opened. `reason` is CamelCase and stable (it becomes a condition reason):
+    DatabaseUnreachable, AuthenticationFailed, DatabaseNotFound, NotAMetastore, InvalidJournal,
+    BackendUnreachable, MetastoreUnreachable."""
+
+    def __init__(self, reason: str, message: str, *, password_given: bool = True):
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.password_given = password_given  # lets a front end say where a missing password goes
+
+
+@dataclass(frozen=True)
+class JournalSettings:
+    """Where relocation journals live. SQL catalogs: `schema`, a database (MySQL) or schema (PostgreSQL)
+    on the metastore's server. Glue and Thrift: `url`, any SQLAlchemy URL (None: a SQLite file in the
+    state directory, fine for a workstation, lost with a pod)."""
+
+    schema: str = "hivecat"
+    url: str | None = None
+
+
+def open_catalog(target: CatalogTarget, *, password: str | None = None,
+                 journal: JournalSettings = JournalSettings()) -> Catalog:
+    if isinstance(target, SqlTarget):
+        return _open_sql(target, password, journal)
+    if isinstance(target, GlueTarget):
+        return _open_glue(target, journal)
+    if isinstance(target, ThriftTarget):
+        return _open_thrift(target, journal)
+    raise TypeError(f"not a catalog target: {target!r}")
+
+
+def _open_sql(target: SqlTarget, password: str | None, journal: JournalSettings) -> Catalog:
+    import sqlalchemy as sa
+
+    from hivecat.catalog.sql.catalog import SqlCatalog
+    from hivecat.catalog.sql.schema import NotAMetastore
+
+    try:
+        return SqlCatalog(target.url(password), journal_schema=journal.schema)
+    except sa.exc.OperationalError as exc:
+        reason, detail = _sql_failure(exc.orig)
+        raise CatalogUnavailable(reason, f"cannot connect to the metastore database {target.name} as "
+                                         f"{target.user or '(no user)'}: {detail}",
+                                 password_given=bool(password)) from None
+    except sa.exc.DBAPIError as exc:
+        raise CatalogUnavailable("DatabaseUnreachable", f"the metastore database {target.name} answered: "
+                                                        f"{_first_line(exc.orig)}") from None
+    except NotAMetastore as exc:
+        raise CatalogUnavailable("NotAMetastore", f"{target.name}: {exc}") from None
+    except ValueError as exc:  # a journal placement SqlCatalog refuses
+        raise CatalogUnavailable("InvalidJournal", str(exc)) from None
+
+
+def _sql_failure(error: BaseException | None) -> tuple[str, str]:
+    """(reason, one-line detail) of a driver's connection error, without the driver's noise."""
+    text = _first_line(error)
+    code = error.args[0] if error is not None and error.args and isinstance(error.args[0], int) else None
+    if code in (1044, 1045) or "password authentication failed" in text or "no password supplied" in text:
+        return "AuthenticationFailed", "access denied" + (f" ({text})" if code is None else "")
+    if code == 1049 or ("database" in text and "does not exist" in text):
+        return "DatabaseNotFound", "no such database"
+    return "DatabaseUnreachable", text
+
+
+def _first_line(error: BaseException | None) -> str:
+    if error is None:
+        return "no answer"
+    if error.args and len(error.args) == 2 and isinstance(error.args[0], int):  # pymysql: (code, message)
+        return str(error.args[1]).splitlines()[0]
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
+def _open_glue(target: GlueTarget, journal: JournalSettings) -> Catalog:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from hivecat.catalog.glue import GlueCatalog
+
+    catalog = GlueCatalog(target.region, catalog_id=target.catalog_id, endpoint_url=target.endpoint,
+                          journal_url=journal.url, segments=target.segments, functions=target.functions)
+    try:  # one cheap call, so an unreachable endpoint or missing credentials fail here, not mid-run
+        catalog.client.get_databases(MaxResults=1, **({"CatalogId": target.catalog_id} if target.catalog_id
+                                                      else {}))
+    except ClientError as exc:
+        catalog.close()
+        error = exc.response.get("Error", {})
+        reason = ("AuthenticationFailed" if error.get("Code") in ("AccessDeniedException", "UnrecognizedClientException",
+                                                                  "InvalidSignatureException") else "BackendUnreachable")
+        raise CatalogUnavailable(reason, f"{target.name}: {error.get('Code')}: {error.get('Message')}") from None
+    except BotoCoreError as exc:
+        catalog.close()
+        raise CatalogUnavailable("BackendUnreachable", f"cannot reach {target.name}: {exc}") from None
+    return catalog
+
+
+def _open_thrift(target: ThriftTarget, journal: JournalSettings) -> Catalog:
+    from thrift.transport.TTransport import TTransportException
+
+    from hivecat.catalog.thrift import ThriftCatalog
+
+    socket_log = logging.getLogger("thrift.transport.TSocket")
+    level = socket_log.level
+    socket_log.setLevel(logging.CRITICAL)  # it logs each failed attempt; the one error below says it all
+    try:
+        return ThriftCatalog(target.name, journal_url=journal.url)
+    except (TTransportException, OSError) as exc:
+        raise CatalogUnavailable("MetastoreUnreachable", f"cannot connect to the metastore at {target.name}: "
+                                                         f"{_first_line(exc)}") from None
+    finally:
+        socket_log.setLevel(level)

@@ -1,0 +1,55 @@
+"""The operator's own settings, read from the environment once at startup.
+
+Everything else receives an OperatorConfig (or calls config()) instead of reading os.environ itself, so
+the environment is parsed in one place and tests can build a config from a plain dict.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+APP_NAME = "hivecat"
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    state_dir: Path  # local state (e.g. journals) of this process; created by whoever writes to it
+    journal_url: str | None = None  # HIVECAT_JOURNAL_URL: SQLAlchemy URL of the journal (None: SQLite in state_dir)
+    pod_namespace: str | None = None  # POD_NAMESPACE: the operator's own namespace (the Helm chart sets it)
+    # HIVECAT_ALLOWED_IMAGES / HIVECAT_ALLOWED_SERVICE_ACCOUNTS (comma-separated, from the chart's values):
+    # what custom resources may name for the pods the operator creates (reconcile/policy.py).
+    allowed_images: tuple[str, ...] = ()
+    allowed_service_accounts: tuple[str, ...] = ()
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] = os.environ) -> "OperatorConfig":
+        return cls(
+            state_dir=_state_home(environ) / APP_NAME,
+            journal_url=environ.get("HIVECAT_JOURNAL_URL") or None,
+            pod_namespace=environ.get("POD_NAMESPACE") or None,
+            allowed_images=_list(environ.get("HIVECAT_ALLOWED_IMAGES", "")),
+            allowed_service_accounts=_list(environ.get("HIVECAT_ALLOWED_SERVICE_ACCOUNTS", "")),
+        )
+
+
+def _list(text: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
+def _state_home(environ: Mapping[str, str]) -> Path:
+    """$XDG_STATE_HOME, else ~/.local/state (XDG base directory spec: relative values are ignored)."""
+    xdg = environ.get("XDG_STATE_HOME", "")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg)
+    home = environ.get("HOME")
+    return (Path(home) if home else Path.home()) / ".local" / "state"
+
+
+@functools.cache
+def config() -> OperatorConfig:
+    """The process's configuration, from os.environ at first use."""
+    return OperatorConfig.from_environ()

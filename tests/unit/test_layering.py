@@ -1,0 +1,82 @@
+"""Which hivecat modules may import what: production code stays free of the dev-only local services
+(hivecat/local/) and of kopf, which only the handlers (and `hivecat run`) need.
+
+Every import counts, including the lazy ones inside functions: a lazy import still runs in production."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import hivecat
+
+PACKAGE_DIR = Path(hivecat.__file__).resolve().parent
+
+# The modules (and packages, with everything below them) allowed to import each guarded package.
+MAY_IMPORT_LOCAL = ("hivecat.local", "hivecat.demo")  # demo: the dev-only `hivecat demo` command
+MAY_IMPORT_KOPF = ("hivecat.handlers", "hivecat.cli")  # cli: lazily, for `hivecat run`
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(source: str, module: str, is_package: bool = False) -> Iterator[tuple[int, str]]:
+    """(line, absolute module name) of every import in a module's source; `from a import b` yields a.b as
+    well as a, since b may be a submodule."""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            anchor = package[: len(package) - node.level + 1] if node.level else []
+            base = ".".join([*anchor, *([node.module] if node.module else [])])
+            yield node.lineno, base
+            for alias in node.names:
+                yield node.lineno, f"{base}.{alias.name}"
+
+
+def is_within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def violations(package: str, importers: tuple[str, ...]) -> list[str]:
+    """One line per offending import statement: module, file:line and the (shortest) guarded name."""
+    found: dict[tuple[str, int], str] = {}
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        module = module_name(path)
+        if any(is_within(module, importer) for importer in importers):
+            continue
+        where = f"{module} ({path.relative_to(PACKAGE_DIR.parent)}"
+        for line, imported in imported_modules(path.read_text(), module, path.name == "__init__.py"):
+            shortest = found.get((where, line))
+            if is_within(imported, package) and (shortest is None or len(imported) < len(shortest)):
+                found[where, line] = imported
+    return [f"{where}:{line}) imports {imported}" for (where, line), imported in sorted(found.items())]
+
+
+def test_the_walk_sees_the_package() -> None:
+    modules = {module_name(p) for p in PACKAGE_DIR.rglob("*.py")}
+    assert {"hivecat", "hivecat.cli", "hivecat.handlers", "hivecat.local.metastore", "hivecat.spark"} <= modules
+
+
+@pytest.mark.parametrize("package, importers", [
+    ("hivecat.local", MAY_IMPORT_LOCAL),
+    ("kopf", MAY_IMPORT_KOPF),
+], ids=["hivecat.local", "kopf"])
+def test_only_allowed_modules_import(package: str, importers: tuple[str, ...]) -> None:
+    found = violations(package, importers)
+    assert not found, f"{package} is imported where it must not be:\n" + "\n".join(found)
+
+
+def test_relative_and_from_imports_are_resolved() -> None:
+    """The checker itself: `from hivecat import local`, relative and lazy imports all count."""
+    source = "from hivecat import local\nfrom ..local import net\nfrom . import model\ndef f():\n    import kopf.cli\n"
+    imports = set(imported_modules(source, "hivecat.catalog.probe"))
+    assert {(1, "hivecat.local"), (2, "hivecat.local.net"), (3, "hivecat.catalog.model"), (5, "kopf.cli")} <= imports
+    assert (1, "hivecat.handlers.kinds") in set(imported_modules("from . import kinds", "hivecat.handlers", True))
