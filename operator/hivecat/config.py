@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 APP_NAME = "hivecat"
+# The metastore image of a HiveCatalog that names none: always allowed, whatever the image allow-list says.
+DEFAULT_METASTORE_IMAGE = "apache/hive:3.1.3"
+DEFAULT_RECHECK_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,9 @@ class OperatorConfig:
     # what custom resources may name for the pods the operator creates (reconcile/policy.py).
     allowed_images: tuple[str, ...] = ()
     allowed_service_accounts: tuple[str, ...] = ()
+    metastore_image: str = DEFAULT_METASTORE_IMAGE  # HIVECAT_METASTORE_IMAGE
+    # HIVECAT_RECHECK_SECONDS: how often a catalog's backends are re-checked (database, metastore, Glue)
+    recheck_seconds: float = DEFAULT_RECHECK_SECONDS
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] = os.environ) -> "OperatorConfig":
@@ -33,7 +39,18 @@ class OperatorConfig:
             pod_namespace=environ.get("POD_NAMESPACE") or None,
             allowed_images=_list(environ.get("HIVECAT_ALLOWED_IMAGES", "")),
             allowed_service_accounts=_list(environ.get("HIVECAT_ALLOWED_SERVICE_ACCOUNTS", "")),
+            metastore_image=environ.get("HIVECAT_METASTORE_IMAGE", "").strip() or DEFAULT_METASTORE_IMAGE,
+            recheck_seconds=_seconds(environ.get("HIVECAT_RECHECK_SECONDS", ""), DEFAULT_RECHECK_SECONDS),
         )
+
+
+def _seconds(text: str, default: float) -> float:
+    """A positive number of seconds; anything else (unset, bad) falls back to the default."""
+    try:
+        value = float(text)
+    except ValueError:
+        return default
+    return value if 0 < value < 86400 else default
 
 
 def _list(text: str) -> tuple[str, ...]:

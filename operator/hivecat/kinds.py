@@ -68,3 +68,7 @@ COMPONENT: Final = Components()
 ANNOTATION_SYNC_NOW: Final = f"{GROUP}/sync-now"
 ANNOTATION_CONFIRM_MODE_SWITCH: Final = f"{GROUP}/confirm-mode-switch"
 ANNOTATION_CONFIG_HASH: Final = f"{GROUP}/config-hash"
+# Where the operator itself reaches a catalog's metastore (host:port) when Service DNS does not resolve where
+# it runs (an operator run outside the cluster, the operator test tier). Only the operator's probes use it;
+# clients always get the Service's endpoint.
+ANNOTATION_METASTORE_ADDRESS: Final = f"{GROUP}/metastore-address"

@@ -23,7 +23,7 @@ from kube.clients import REPO, Client, helm as helm_client, kubectl as kubectl_c
 from kube.controlplane import ControlPlane  # noqa: E402
 from kube.identity import operator_kubeconfig as make_operator_kubeconfig  # noqa: E402
 from kube.operator import OperatorProcess  # noqa: E402
-from support.services import START_SECONDS  # noqa: E402
+from support.services import START_SECONDS, moto, moto_server  # noqa: E402,F401  (fixtures)
 
 from hivecat.kinds import GROUP, HIVE_CATALOG, VERSION  # noqa: E402  (test modules import these from here)
 

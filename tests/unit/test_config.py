@@ -57,3 +57,13 @@ def test_allow_lists_are_comma_separated() -> None:
                                        "HIVECAT_ALLOWED_SERVICE_ACCOUNTS": "spark"})
     assert cfg.allowed_images == ("a/*", "b:1") and cfg.allowed_service_accounts == ("spark",)
     assert OperatorConfig.from_environ({"HOME": "/home/x"}).allowed_images == ()
+
+
+def test_metastore_image_from_the_environment_with_a_default() -> None:
+    from hivecat.config import DEFAULT_METASTORE_IMAGE
+
+    assert OperatorConfig.from_environ({"HOME": "/h"}).metastore_image == DEFAULT_METASTORE_IMAGE == "apache/hive:3.1.3"
+    assert OperatorConfig.from_environ({"HOME": "/h", "HIVECAT_METASTORE_IMAGE": ""}).metastore_image == (
+        "apache/hive:3.1.3")
+    cfg = OperatorConfig.from_environ({"HOME": "/h", "HIVECAT_METASTORE_IMAGE": " registry.example.com/hive:4.0.1 "})
+    assert cfg.metastore_image == "registry.example.com/hive:4.0.1"

@@ -57,22 +57,23 @@ def _open_sql(target: SqlTarget, password: str | None, journal: JournalSettings)
     try:
         return SqlCatalog(target.url(password), journal_schema=journal.schema)
     except sa.exc.OperationalError as exc:
-        reason, detail = _sql_failure(exc.orig)
+        reason, detail = sql_failure(exc.orig)
         raise CatalogUnavailable(reason, f"cannot connect to the metastore database {target.name} as "
                                          f"{target.user or '(no user)'}: {detail}",
                                  password_given=bool(password)) from None
     except sa.exc.DBAPIError as exc:
         raise CatalogUnavailable("DatabaseUnreachable", f"the metastore database {target.name} answered: "
-                                                        f"{_first_line(exc.orig)}") from None
+                                                        f"{first_line(exc.orig)}") from None
     except NotAMetastore as exc:
         raise CatalogUnavailable("NotAMetastore", f"{target.name}: {exc}") from None
     except ValueError as exc:  # a journal placement SqlCatalog refuses
         raise CatalogUnavailable("InvalidJournal", str(exc)) from None
 
 
-def _sql_failure(error: BaseException | None) -> tuple[str, str]:
-    """(reason, one-line detail) of a driver's connection error, without the driver's noise."""
-    text = _first_line(error)
+def sql_failure(error: BaseException | None) -> tuple[str, str]:
+    """(reason, one-line detail) of a driver's connection error, without the driver's noise. Shared with
+    catalog.probes, so opening a catalog and probing its database classify failures alike."""
+    text = first_line(error)
     code = error.args[0] if error is not None and error.args and isinstance(error.args[0], int) else None
     if code in (1044, 1045) or "password authentication failed" in text or "no password supplied" in text:
         return "AuthenticationFailed", "access denied" + (f" ({text})" if code is None else "")
@@ -81,7 +82,7 @@ def _sql_failure(error: BaseException | None) -> tuple[str, str]:
     return "DatabaseUnreachable", text
 
 
-def _first_line(error: BaseException | None) -> str:
+def first_line(error: BaseException | None) -> str:
     if error is None:
         return "no answer"
     if error.args and len(error.args) == 2 and isinstance(error.args[0], int):  # pymysql: (code, message)
@@ -124,6 +125,6 @@ def _open_thrift(target: ThriftTarget, journal: JournalSettings) -> Catalog:
         return ThriftCatalog(target.name, journal_url=journal.url)
     except (TTransportException, OSError) as exc:
         raise CatalogUnavailable("MetastoreUnreachable", f"cannot connect to the metastore at {target.name}: "
-                                                         f"{_first_line(exc)}") from None
+                                                         f"{first_line(exc)}") from None
     finally:
         socket_log.setLevel(level)

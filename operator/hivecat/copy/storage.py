@@ -3,9 +3,11 @@
 Schemes (the table is hivecat.locations.schemes, shared with `hivecat relocate`): file://, s3:// (also
 s3a://, s3n://), hdfs://. URIs only: a bare path (`/tmp/x`) is refused in the same words as `hivecat
 relocate` refuses it, naming the URI to write instead (file:///tmp/x). A file: path is taken literally,
-as Hadoop takes it: no query or fragment, no %XX decoding. HDFS goes through pyarrow's
-HadoopFileSystem, which needs libhdfs and a Hadoop client (CLASSPATH, HADOOP_HOME) on every machine
-that copies; it sits behind the same interface but is not tested here (no HDFS on the test machine).
+as Hadoop takes it: no query or fragment, no %XX decoding. HDFS goes through WebHDFS, the namenode's
+REST API (webhdfs.py: no Hadoop client or libhdfs needed), with simple authentication only; the
+namenode's HTTP address per hdfs:// authority comes from HIVECAT_WEBHDFS_ENDPOINTS (default: port 9870
+on the namenode's host), the user from HADOOP_USER_NAME. Renames there are atomic HDFS renames that
+never replace an existing target. Tested against a real namenode (Hadoop 3.4.1 MiniDFSCluster).
 
 S3 settings come from the environment, never from the command line: endpoint from
 HIVECAT_S3_ENDPOINT, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL (with an endpoint override, addressing is
@@ -14,7 +16,10 @@ HIVECAT_S3_CREDENTIALS_DIR (a mounted Kubernetes Secret: `access-key-id`, `secre
 optional `session-token`), else AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, else
 the default AWS chain. Credentials are kept out of reprs so they never reach logs.
 
-Credentials never travel either. Spark executors get the Storage pickled (engines.py), and pickled
+WebHDFS settings are read from the environment too (when the Storage is made) and hold no secret;
+they travel to Spark executors as they are.
+
+Credentials never travel. Spark executors get the Storage pickled (engines.py), and pickled
 S3Settings carry a reference instead of keys: the HIVECAT_S3_CREDENTIALS_DIR path, or the note that
 the keys came from the AWS variables. Each executor reads the keys itself as it unpickles them, so it
 needs the same Secret mounted at the same path, or the same AWS_* variables (spark.executorEnv.*);
@@ -33,6 +38,7 @@ through the driver: in transit they are protected by the stores' TLS (an https e
 from __future__ import annotations
 
 import functools
+import getpass
 import os
 import posixpath
 from collections.abc import Mapping
@@ -49,6 +55,9 @@ if TYPE_CHECKING:
 
 CREDENTIALS_DIR_ENV = "HIVECAT_S3_CREDENTIALS_DIR"
 ENDPOINT_ENVS = ("HIVECAT_S3_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+WEBHDFS_ENDPOINTS_ENV = "HIVECAT_WEBHDFS_ENDPOINTS"
+HADOOP_USER_ENV = "HADOOP_USER_NAME"
+WEBHDFS_DEFAULT_PORT = 9870  # Hadoop 3's namenode HTTP port
 
 
 @dataclass(frozen=True)
@@ -132,6 +141,63 @@ def _read_credentials_dir(directory: Path) -> tuple[str, str, str | None]:
             raise CopyInputError(f"S3 credentials: cannot read {directory / name}: {exc.strerror}") from None
 
     return read("access-key-id", True), read("secret-access-key", True), read("session-token", False)
+
+
+@dataclass(frozen=True)
+class WebHdfsSettings:
+    """Where each namenode's WebHDFS listens, and who we are there (see webhdfs.py)."""
+
+    endpoints: tuple[tuple[str, str], ...] = ()  # (authority as in the URIs, http(s)://host:port)
+    user: str | None = None
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] = os.environ) -> WebHdfsSettings:
+        """Read the environment; a malformed mapping is refused when first used (endpoint), so that
+        runs that touch no HDFS never fail on it."""
+        raw = environ.get(WEBHDFS_ENDPOINTS_ENV, "")
+        pairs = tuple((k.strip(), v.strip()) for k, _, v in (item.partition("=") for item in raw.split(","))
+                      if k.strip() or v.strip())
+        return cls(pairs, environ.get(HADOOP_USER_ENV) or _login_user())
+
+    def endpoint(self, authority: str) -> str:
+        """The WebHDFS base URL (scheme://host:port, no path) of the namenode at `authority`."""
+        for key, url in self.endpoints:
+            if not key or not url:
+                raise CopyInputError(f"${WEBHDFS_ENDPOINTS_ENV}: expected authority=url pairs separated by commas, "
+                                     f"e.g. nn:8020=http://nn:9870 (found {key or '?'}={url or '?'})")
+        for key, url in self.endpoints:
+            if key.lower() == authority.lower():
+                return _checked_url(key, url)
+        parsed = urlparse(f"//{authority}")
+        try:
+            host, _ = parsed.hostname, parsed.port
+        except ValueError:
+            raise CopyInputError(f"hdfs://{authority}: bad namenode port") from None
+        if not host:
+            raise CopyInputError(f"hdfs://{authority}: no namenode host")
+        host = f"[{host}]" if ":" in host else host  # IPv6
+        return f"http://{host}:{WEBHDFS_DEFAULT_PORT}"
+
+
+def _login_user() -> str | None:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (some containers): the namenode's static user
+        return None
+
+
+def _checked_url(key: str, url: str) -> str:
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise CopyInputError(f"${WEBHDFS_ENDPOINTS_ENV}: {key}={url} is not an http(s)://host:port address")
+    if parsed.path.strip("/") or parsed.query or parsed.fragment:
+        raise CopyInputError(f"${WEBHDFS_ENDPOINTS_ENV}: {key}={url}: give the namenode's HTTP address only "
+                             "(scheme://host:port), /webhdfs/v1 is added")
+    try:
+        parsed.port
+    except ValueError:
+        raise CopyInputError(f"${WEBHDFS_ENDPOINTS_ENV}: {key}={url}: bad port") from None
+    return f"{parsed.scheme}://{parsed.netloc}"
 
 
 @dataclass(frozen=True)
@@ -237,27 +303,26 @@ class Storage:
     executors receive it and rebuild their own filesystems."""
 
     s3: S3Settings = S3Settings()
+    webhdfs: WebHdfsSettings = field(default_factory=WebHdfsSettings.from_environment)
 
     def filesystem(self, location: Location) -> pafs.FileSystem:
-        return _filesystem(self.s3, location.scheme, location.authority)
+        return _filesystem(self.s3, self.webhdfs, location.scheme, location.authority)
 
     def s3_client(self):
         return _s3_client(self.s3)
 
 
 @functools.lru_cache(maxsize=16)
-def _filesystem(s3: S3Settings, scheme: str, authority: str) -> pafs.FileSystem:
+def _filesystem(s3: S3Settings, webhdfs: WebHdfsSettings, scheme: str, authority: str) -> pafs.FileSystem:
     from pyarrow import fs as pafs
 
     if scheme == "file":
         return pafs.LocalFileSystem()
     if scheme == "s3":
         return s3.filesystem()
-    host, _, port = authority.partition(":")
-    try:
-        return pafs.HadoopFileSystem(host, int(port or 8020))
-    except OSError as exc:  # no libhdfs / JVM client on this machine
-        raise CopyInputError(f"hdfs://{authority}: cannot connect through libhdfs: {exc}") from None
+    from hivecat.copy import webhdfs as webhdfs_fs  # here: requests and pyarrow load only when HDFS is used
+
+    return webhdfs_fs.filesystem(webhdfs, authority)
 
 
 @functools.lru_cache(maxsize=4)

@@ -3,6 +3,8 @@ patch status); the per-kind handlers arrive with the operator issues."""
 
 from __future__ import annotations
 
+import logging
+
 import kopf
 
 from hivecat.kinds import FINALIZER, GROUP
@@ -14,7 +16,13 @@ def configure(settings: kopf.OperatorSettings, **_: object) -> None:
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
-    settings.posting.level = 20  # logging.INFO: warnings and infos become Kubernetes Events
+    # Only warnings and errors become Kubernetes Events by themselves: the handlers post their own Normal
+    # Events (created, upgraded, switched) where something happened, not one per handler run.
+    settings.posting.level = logging.WARNING
+    # Client libraries log request and response headers at DEBUG (`hivecat run --debug`), which carry
+    # signed AWS headers and Kubernetes tokens: keep them at WARNING whatever kopf's level is.
+    for noisy in ("botocore", "boto3", "s3transfer", "urllib3", "kubernetes"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 from hivecat.handlers import hivecatalog  # noqa: E402,F401  (registers the HiveCatalog handlers)

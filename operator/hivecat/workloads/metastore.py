@@ -1,0 +1,190 @@
+"""The Thrift Hive Metastore of a Thrift or Hybrid catalog: its ConfigMap (hive-site.xml), Deployment and
+Service, and the config hash that rolls its pods.
+
+The database password never appears in any object: hive-site.xml has no ConnectionPassword, and the pod
+gets the password from the Secret as the env var HIVECAT_DB_PASSWORD, which the container's shell passes to
+the metastore as `--hiveconf javax.jdo.option.ConnectionPassword=...` at run time. Only processes inside
+the pod can see it (in the metastore's argv); anyone who can read ConfigMaps, Deployments or Pods cannot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Final
+
+from hivecat.catalog.hive_site import hive_site_xml, mariadb_jdbc, postgresql_jdbc
+from hivecat.kinds import ANNOTATION_CONFIG_HASH, COMPONENT
+from hivecat.reconcile.mode import HIVE_SITE
+from hivecat.specs.hivecatalog import DatabaseSpec, HiveCatalogSpec
+from hivecat.workloads.labels import METASTORE, METASTORE_CONFIG, catalog_labels, object_name
+
+CONTAINER: Final = "metastore"
+PORT_NAME: Final = "thrift"
+CONF_DIR: Final = "/etc/hive-conf"  # HIVE_CONF_DIR: the ConfigMap, mounted read-only
+CONF_VOLUME: Final = "hive-conf"
+HIVE_SITE_KEY: Final = "hive-site.xml"
+PASSWORD_ENV: Final = "HIVECAT_DB_PASSWORD"
+DERBY_DIR: Final = "/var/lib/hivecat/derby"  # an emptyDir: Derby's data lives and dies with the pod
+DERBY_VOLUME: Final = "derby"
+DERBY_DRIVER: Final = "org.apache.derby.jdbc.EmbeddedDriver"
+
+# Constant scripts: every value from the spec reaches them as an env var, quoted, never spliced into shell
+# text. A shell at all only because it alone can put the password from the environment into an argument.
+_START: Final = '"$HIVE_HOME/bin/hive" --service metastore'
+SERVER_SCRIPT: Final = f'exec {_START} --hiveconf javax.jdo.option.ConnectionPassword="${PASSWORD_ENV}"'
+# Derby sits in the pod's own emptyDir, out of reach of a schema Job, so the pod initializes its schema
+# itself on first start (development only; the data is lost with the pod).
+DERBY_SCRIPT: Final = (f'[ -d {DERBY_DIR}/metastore_db ] || "$HIVE_HOME/bin/schematool" -dbType derby '
+                       f'-initSchema || exit 1; exec {_START}')
+
+
+def metastore_name(spec: HiveCatalogSpec) -> str:
+    """Name of the Deployment and of the Service."""
+    return object_name(spec.name, METASTORE)
+
+
+def metastore_config_map_name(spec: HiveCatalogSpec) -> str:
+    return object_name(spec.name, METASTORE_CONFIG)
+
+
+def metastore_endpoint(spec: HiveCatalogSpec) -> str:
+    """The Service's Thrift URI, as pods in the cluster reach it (the cluster domain is left to DNS search)."""
+    return f"thrift://{metastore_name(spec)}.{spec.namespace}.svc:{spec.metastore.port}"
+
+
+def _database(spec: HiveCatalogSpec) -> DatabaseSpec:
+    if spec.database is None:
+        raise ValueError(f"a {spec.mode} catalog runs no metastore: it has no spec.database")
+    return spec.database
+
+
+def server_properties(spec: HiveCatalogSpec) -> dict[str, str]:
+    """The metastore's hive-site.xml properties: the user's hive-site classification, then what the operator
+    owns (connection, port, schema handling), which wins. No password."""
+    db = _database(spec)
+    if db.dialect == "derby":
+        url, driver = f"jdbc:derby:;databaseName={DERBY_DIR}/metastore_db;create=true", DERBY_DRIVER
+    else:
+        assert db.host and db.name  # parse_hive_catalog requires them for every engine but Derby
+        jdbc = (mariadb_jdbc if db.dialect == "mysql" else postgresql_jdbc)(db.host, db.port, db.name)
+        url, driver = jdbc.url, jdbc.driver
+    owned = {
+        "javax.jdo.option.ConnectionURL": url,
+        "javax.jdo.option.ConnectionDriverName": driver,
+        "hive.metastore.port": str(spec.metastore.port),
+        # The schema belongs to the schema Job (schematool); the metastore only checks it, never alters it.
+        "hive.metastore.schema.verification": "true",
+        "datanucleus.schema.autoCreateAll": "false",
+    }
+    if db.user:
+        owned["javax.jdo.option.ConnectionUserName"] = db.user
+    if spec.metastore.warehouse_dir:
+        owned["hive.metastore.warehouse.dir"] = spec.metastore.warehouse_dir
+    # A password here would be published in a ConfigMap: none, whatever a hand-made body said.
+    user = {k: v for k, v in spec.configurations.get(HIVE_SITE, {}).items()
+            if k != "javax.jdo.option.ConnectionPassword"}
+    return {**user, **owned}
+
+
+def metastore_config_map(spec: HiveCatalogSpec) -> dict[str, Any]:
+    """ConfigMap <catalog>-metastore-config with the server's hive-site.xml (also mounted by the schema Job)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": metastore_config_map_name(spec), "namespace": spec.namespace,
+                     "labels": catalog_labels(spec.name, COMPONENT.metastore)},
+        "data": {HIVE_SITE_KEY: hive_site_xml(server_properties(spec))},
+    }
+
+
+def config_hash(spec: HiveCatalogSpec, secret_resource_version: str | None) -> str:
+    """sha256 (hex) over what shapes the metastore pods and the password Secret's resourceVersion: a spec
+    change or a password rotation changes the pod template's annotation, so the Deployment rolls. Replicas,
+    the catalog's metadata and the Glue settings are not part of it: they do not need new pods."""
+    db = _database(spec)
+    m = spec.metastore
+    shape = {
+        "hiveSite": metastore_config_map(spec)["data"],
+        "image": m.image, "imagePullPolicy": m.image_pull_policy, "port": m.port, "resources": m.resources,
+        "hiveVersion": m.hive_version, "hiveHome": m.hive_home,
+        "password": [db.password.name, db.password.key] if db.password else None,
+        "secretResourceVersion": secret_resource_version,
+    }
+    return hashlib.sha256(json.dumps(shape, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _container(spec: HiveCatalogSpec) -> dict[str, Any]:
+    db = _database(spec)
+    m = spec.metastore
+    env: list[dict[str, Any]] = [{"name": "HIVE_HOME", "value": m.hive_home},
+                                 {"name": "HIVE_CONF_DIR", "value": CONF_DIR}]
+    mounts = [{"name": CONF_VOLUME, "mountPath": CONF_DIR, "readOnly": True}]
+    if db.password is not None:
+        env.append({"name": PASSWORD_ENV,
+                    "valueFrom": {"secretKeyRef": {"name": db.password.name, "key": db.password.key}}})
+        script = SERVER_SCRIPT
+    else:  # Derby: no password, and a directory for its files
+        script = DERBY_SCRIPT
+        mounts.append({"name": DERBY_VOLUME, "mountPath": DERBY_DIR})
+    container: dict[str, Any] = {
+        "name": CONTAINER,
+        "image": m.image,
+        "command": ["sh", "-c", script],
+        "env": env,
+        "ports": [{"name": PORT_NAME, "containerPort": m.port, "protocol": "TCP"}],
+        # Ready once the Thrift port accepts connections, i.e. after the schema verification passed.
+        "readinessProbe": {"tcpSocket": {"port": PORT_NAME}, "periodSeconds": 5, "failureThreshold": 3},
+        "volumeMounts": mounts,
+        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+    }
+    if m.image_pull_policy:
+        container["imagePullPolicy"] = m.image_pull_policy
+    if m.resources:
+        container["resources"] = dict(m.resources)
+    return container
+
+
+def metastore_deployment(spec: HiveCatalogSpec, config_hash: str) -> dict[str, Any]:
+    """Deployment <catalog>-metastore; `config_hash` from config_hash() goes on the pod template."""
+    labels = catalog_labels(spec.name, COMPONENT.metastore)
+    volumes: list[dict[str, Any]] = [{"name": CONF_VOLUME, "configMap": {"name": metastore_config_map_name(spec)}}]
+    derby = _database(spec).dialect == "derby"
+    if derby:
+        volumes.append({"name": DERBY_VOLUME, "emptyDir": {}})
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": metastore_name(spec), "namespace": spec.namespace, "labels": labels},
+        "spec": {
+            "replicas": spec.metastore.replicas,
+            "selector": {"matchLabels": dict(labels)},
+            # Derby allows one process on its files: the old pod goes before the new one starts.
+            "strategy": {"type": "Recreate"} if derby else {"type": "RollingUpdate"},
+            "template": {
+                "metadata": {"labels": dict(labels), "annotations": {ANNOTATION_CONFIG_HASH: config_hash}},
+                "spec": {
+                    "automountServiceAccountToken": False,  # the metastore never calls the Kubernetes API
+                    "enableServiceLinks": False,  # no <SERVICE>_PORT variables clashing with Hive's scripts
+                    "containers": [_container(spec)],
+                    "volumes": volumes,
+                },
+            },
+        },
+    }
+
+
+def metastore_service(spec: HiveCatalogSpec) -> dict[str, Any]:
+    """ClusterIP Service <catalog>-metastore on the Thrift port."""
+    labels = catalog_labels(spec.name, COMPONENT.metastore)
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": metastore_name(spec), "namespace": spec.namespace, "labels": labels},
+        "spec": {
+            "type": "ClusterIP",
+            "selector": dict(labels),
+            "ports": [{"name": PORT_NAME, "port": spec.metastore.port, "targetPort": PORT_NAME,
+                       "protocol": "TCP"}],
+        },
+    }
