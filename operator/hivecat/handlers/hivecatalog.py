@@ -62,6 +62,8 @@ def _write_status(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], ou
         patch.status["mode"] = outcome.mode
     patch.status["endpoint"] = outcome.endpoint
     patch.status["clientConfigMap"] = outcome.client_config_map
+    if outcome.schema_version is not None:
+        patch.status["schemaVersion"] = outcome.schema_version
     patch.status["conditions"] = merge(status.get("conditions"), outcome.conditions, generation=generation)
 
 

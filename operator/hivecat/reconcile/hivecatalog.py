@@ -63,6 +63,7 @@ class Outcome:
     mode: str | None = None
     endpoint: str = ""
     client_config_map: str = ""
+    schema_version: str | None = None  # as read from the VERSION table, when there is one
     phase: str = "Pending"
     conditions: list[Condition] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
@@ -192,6 +193,7 @@ class Pass:
             out.conditions.append(Condition.of(SCHEMA_READY, False, error.reason, error.message))
             out.stop(error.reason, error.message, phase="Degraded")
             return False
+        out.schema_version = state.version
         decision = decide_schema(state, spec.metastore.hive_version)
         if isinstance(decision, Ready):
             out.conditions.append(Condition.of(SCHEMA_READY, True, "SchemaCurrent",
