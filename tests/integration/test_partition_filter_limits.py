@@ -119,6 +119,7 @@ def days(count: int, start: int = 0, step: int = 1) -> list[str]:
     return [(FIRST_DAY + datetime.timedelta(days=start + n * step)).isoformat() for n in range(count)]
 
 
+# A wide two-key table built straight in SQL: no real-schema test filters partitions.
 def test_each_key_is_read_once_however_many_values(catalog: Catalog) -> None:
     partition_filter = (f"{in_list('hr', list(range(0, 100, 3)))} AND NOT {in_list('dt', days(40, step=2))} "
                         f"OR hr BETWEEN 20 AND 22 AND dt >= '{days(1, 3)[0]}' OR hr = 1")
@@ -130,6 +131,7 @@ def test_each_key_is_read_once_however_many_values(catalog: Catalog) -> None:
         assert statement.count("PARTITION_KEY_VALS") <= len(KEYS), statement[:2000]
 
 
+# Filters at their size limits on the wide table: no real-schema counterpart.
 def test_filters_at_the_limits_select_exactly_what_evaluate_selects(catalog: Catalog) -> None:
     # MAX_VALUES values in IN lists of MAX_IN_VALUES, interleaved: together, every even hour and every
     # even day (and many values no partition holds).
@@ -146,6 +148,7 @@ def test_filters_at_the_limits_select_exactly_what_evaluate_selects(catalog: Cat
         assert len(list(catalog.sql.list_partitions("sales", "wide", partition_filter))) == expected
 
 
+# Filters past their limits: no real-schema counterpart.
 def test_past_a_limit_the_catalog_refuses_the_filter(catalog: Catalog) -> None:
     too_long = in_list("hr", list(range(MAX_IN_VALUES + 1)))
     with pytest.raises(RelocationRefused) as refused:

@@ -86,6 +86,7 @@ def mariadb_shape(request: pytest.FixtureRequest) -> Iterator[Shape]:
     yield from _shape(request, "mariadb")
 
 
+# A row changed between plan and apply (injected) on PostgreSQL: no real-schema test injects changes.
 def test_postgresql_keeps_a_row_changed_between_plan_and_apply(postgres_shape: Shape) -> None:
     shape, theirs = postgres_shape, "hdfs://elsewhere/somebody/else"
     catalog = shape.catalog()
@@ -114,6 +115,7 @@ def test_postgresql_keeps_a_row_changed_between_plan_and_apply(postgres_shape: S
         engine.dispose()
 
 
+# Two concurrent runs on one catalog: no real-schema test runs two at once.
 def test_a_second_run_is_refused_while_the_first_holds_the_catalog(shape: Shape) -> None:
     first, second = shape.catalog(), shape.catalog()  # two clients of the same catalog
     refusals: list[RelocationRefused] = []
@@ -146,6 +148,7 @@ def _sql_cli_catalog(shape: Shape, monkeypatch: pytest.MonkeyPatch) -> list[str]
             "--journal-schema", shape.journal]
 
 
+# Configured parameter keys (CLI): the real-schema tests use the default keys only.
 def test_a_non_default_param_key_is_rewritten_and_path_left_alone(mariadb_shape: Shape, monkeypatch, capsys) -> None:
     shape = mariadb_shape
     tbl_id = HIVE.ids + 10  # sales.events

@@ -26,7 +26,6 @@ from hivecat.local.metastore import MetastoreDatabase
 from hivecat.local.scratch_db import create_database, drop_database
 from support.hive_metastores import (RELEASES, HiveRelease, StandaloneMetastore, create_catalog, database_v3,
                                      get_database_v3, get_table, table_v3)
-from support.hms_shapes import hms_metadata
 from support.location_dump import dump_locations
 from support.services import START_SECONDS, unique_name
 
@@ -255,20 +254,6 @@ def test_detect_schema_reports_catalogs_and_managed_locations(real_hms, objects)
         Capacity(4000, "characters") if real_hms.version == 3 else long_text)
     assert sorted(row[1:4] for row in objects["CTLGS"]) == [
         ("hive", "Default catalog for Hive", OLD), ("spark", "a second catalog", f"{OLD}/spark")]
-
-
-def test_hand_written_shapes_name_only_real_tables_and_columns(real_hms):
-    """tests/support/hms_shapes.py stands in for these schemas elsewhere: each of its columns must exist here."""
-    engine = sa.create_engine(real_hms.sql_url)
-    try:
-        inspector = sa.inspect(engine)
-        real = {t.upper(): {c["name"].upper() for c in inspector.get_columns(t)} for t in inspector.get_table_names()}
-    finally:
-        engine.dispose()
-    shape = hms_metadata(real_hms.version)
-    missing = {f"{t.name}.{c.name}" for t in shape.tables.values() for c in t.columns
-               if c.name.upper() not in real.get(t.name.upper(), set())}
-    assert missing == set()
 
 
 # --- relocation --------------------------------------------------------------------------------------

@@ -106,6 +106,7 @@ def one_line(done: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
+# A least-privilege database user and its grants: the real-schema tests connect as the owner.
 def test_restricted_user_is_told_what_to_grant_then_relocates_and_undoes(restricted: Restricted) -> None:
     move = ["--from", OLD, "--to", NEW]
     before = restricted.dump()
@@ -162,6 +163,7 @@ def test_restricted_user_is_told_what_to_grant_then_relocates_and_undoes(restric
     assert restricted.dump() == before
 
 
+# Journal placement refused for a restricted user: no real-schema counterpart.
 def test_journal_inside_the_metastore_database_is_refused_in_one_line(restricted: Restricted) -> None:
     if restricted.dialect != "mariadb":
         pytest.skip("on PostgreSQL the journal is a schema of the metastore's database by design")
@@ -173,6 +175,7 @@ def test_journal_inside_the_metastore_database_is_refused_in_one_line(restricted
     assert restricted.dump() == restricted.expected(HIVE, SPARK)
 
 
+# Journal names needing quoting (injection-shaped): no real-schema counterpart.
 @pytest.mark.parametrize("name", ["x` CHARACTER SET utf8mb4 -- ", "a-b", "a" * 65, ""])
 def test_journal_names_that_would_need_quoting_are_refused(restricted: Restricted, name: str) -> None:
     restricted.journal = name

@@ -79,6 +79,7 @@ def _pause_after_plan(monkeypatch, after_plan) -> None:
     monkeypatch.setattr(SqlCatalog, "_plan", planned_then)
 
 
+# Concurrency on the fast path (a second session blocked by the plan's locks): no real-schema test.
 def test_planned_rows_stay_locked_until_the_run_commits(shape, catalog, monkeypatch):
     url, metadata = shape
     sd_id = _planned_partition_sd(url, metadata)
@@ -114,6 +115,7 @@ def test_planned_rows_stay_locked_until_the_run_commits(shape, catalog, monkeypa
     assert dump_all(url, metadata) == expected_dump(metadata, VERSION, [layout("hive", NEW), layout("spark")])
 
 
+# A row changed behind the plan (injected): full rollback; no real-schema test injects changes.
 def test_a_planned_count_the_update_does_not_reach_rolls_everything_back(shape, catalog, monkeypatch):
     url, metadata = shape
     sd_id = _planned_partition_sd(url, metadata)
@@ -132,6 +134,7 @@ def test_a_planned_count_the_update_does_not_reach_rolls_everything_back(shape, 
     assert catalog.history() == []
 
 
+# Journal contents cell by cell, every column of every row compared: the real tests check locations only.
 def test_fast_path_journals_every_value_and_undo_restores_exactly(shape, catalog):
     url, metadata = shape
     before = dump_all(url, metadata)

@@ -3,6 +3,10 @@
 The shapes are written by hand in support.hms_shapes and filled with two catalogs, `hive` and `spark`,
 whose locations share one prefix: only catalog scoping keeps a run on its own catalog. The state after a
 run is compared, table by table and row by row, with the same rows generated from the new root.
+
+The shapes match the real 3.1.0 / 4.0.0 schemas column by column (test_hms_shapes_match_real.py);
+relocation on those real schemas is tested in test_relocate_real_hive34.py. What stays here is what the
+real-schema tests do not cover; each test says what.
 """
 
 from __future__ import annotations
@@ -92,18 +96,7 @@ def _detect(url: str) -> tuple[HmsSchema, str]:
         engine.dispose()
 
 
-def test_detect_schema_reports_the_hand_written_shape(shape):
-    detected, dialect = _detect(shape.url)
-    assert detected.has_catalogs is True
-    assert detected.has_managed_location is (shape.version == 4)
-    assert detected.version == f"{shape.version}.0.0"
-    # Capacities come from the detected column types: VARCHAR(4000) locations, TEXT-family parameters.
-    assert capacity(detected["SDS"].c.LOCATION, dialect) == Capacity(4000, "characters")
-    assert capacity(detected["PARTITION_PARAMS"].c.PARAM_VALUE, dialect) == Capacity(4000, "characters")
-    long_param = capacity(detected["TABLE_PARAMS"].c.PARAM_VALUE, dialect)
-    assert long_param == (Capacity(2**24 - 1, "bytes") if shape.dialect == "mariadb" else None)
-
-
+# Not shape-based: Hive 2.3 (no catalogs, DataNucleus-made lengths); the real-schema tests cover 3.1 and 4.0 only.
 def test_detect_schema_on_the_real_hms_2_3_schema(hive_metastore):
     detected, _ = _detect(hive_metastore.sql_url)
     assert (detected.has_catalogs, detected.has_managed_location) == (False, False)
@@ -115,6 +108,7 @@ def test_detect_schema_on_the_real_hms_2_3_schema(hive_metastore):
         SqlCatalog(hive_metastore.sql_url, hive_catalog="spark")
 
 
+# Listing (databases, tables, filtered partitions) per catalog: the real-schema tests never list.
 @pytest.mark.parametrize("name", ["hive", "spark"])
 def test_listing_stays_inside_the_catalog(shape, open_catalog, name):
     catalog = open_catalog(name)
@@ -133,6 +127,8 @@ def test_listing_stays_inside_the_catalog(shape, open_catalog, name):
 
 # --- relocation ------------------------------------------------------------------------------------
 
+# Both catalogs hold every location kind (partitions, skew maps, UDF jars, unnamed param keys) and every row
+# of every table is compared: the real tests' second catalog holds one table and only locations are compared.
 @pytest.mark.parametrize("moved,kept", [("hive", "spark"), ("spark", "hive")])
 def test_whole_catalog_run_rewrites_its_catalog_only_and_undo_restores(shape, open_catalog, moved, kept):
     before = shape.dump()
@@ -163,6 +159,7 @@ def test_whole_catalog_run_rewrites_its_catalog_only_and_undo_restores(shape, op
     assert shape.dump() == before
 
 
+# A database scope whose name exists in both catalogs: the real-schema tests scope whole catalogs or one table.
 def test_database_scope_picks_the_database_of_its_own_catalog(shape, open_catalog):
     before = shape.dump()
     catalog = open_catalog("spark")
@@ -202,6 +199,7 @@ def _lengthen_a_partition(shape: Shape, length: int) -> str:
     return location
 
 
+# Edge data: a 3990-character location, and MariaDB in non-strict mode; no real-schema test goes near 4000.
 @pytest.mark.parametrize("options", [{}, {"skip_refused": True}, {"dry_run": True}, {"chunk_size": 2}],
                          ids=["plain", "skip-refused", "dry-run", "chunked"])
 def test_a_rewrite_that_would_not_fit_is_refused_with_zero_writes(shape, open_catalog, options):
@@ -219,6 +217,7 @@ def test_a_rewrite_that_would_not_fit_is_refused_with_zero_writes(shape, open_ca
     assert catalog.history() == []  # not even a journal run
 
 
+# MariaDB non-strict truncation itself (why the length check exists): a session mode no real HMS test uses.
 def test_non_strict_mariadb_really_truncates(shape):
     """Why the check above matters: what the database does on its own with such a value."""
     if shape.dialect != "mariadb":
@@ -234,6 +233,7 @@ def test_non_strict_mariadb_really_truncates(shape):
         engine.dispose()
 
 
+# A length check that misses (monkeypatched) on edge data in non-strict mode: write-time protection only.
 @pytest.mark.parametrize("chunk_size", [None, 2], ids=["one-transaction", "chunked"])
 def test_a_value_that_grew_after_the_check_is_left_alone_not_truncated(shape, open_catalog, monkeypatch, chunk_size):
     """Should the length check miss a value, the write itself never overflows: the compare-and-set paths
@@ -270,6 +270,7 @@ def _set_table_params(shape: Shape, tbl_id: int, params: dict[str, str]) -> None
         engine.dispose()
 
 
+# Iceberg / half-Iceberg / ACID parameters put straight into TABLE_PARAMS (HMS would validate or refuse them).
 @pytest.mark.parametrize("params,reason", [
     ({"table_type": "ICEBERG", "metadata_location": f"{OLD}/hive/sales.db/events/metadata/v1.json"}, "iceberg"),
     ({"metadata_location": f"{OLD}/hive/sales.db/events/metadata/v1.json"}, "iceberg"),
@@ -299,6 +300,7 @@ def test_unsafe_tables_are_refused_with_zero_writes(shape, open_catalog, params,
         assert shape.dump() == before
 
 
+# Bad requests (overlap, invalid URIs, scheme change, unknown scope or catalog, bad filter): no real-schema test.
 @pytest.mark.parametrize("old,new,scope,catalog_name,reason", [
     (OLD, f"{OLD}/nested", Scope(), "hive", "overlap"),
     (f"{OLD}/hive", OLD, Scope(), "hive", "overlap"),
@@ -323,6 +325,7 @@ def test_bad_requests_are_refused_with_zero_writes(shape, open_catalog, old, new
     assert shape.dump() == before
 
 
+# Charsets: a CJK prefix on a latin1 MariaDB metastore, a latin1 one, UTF-8 PostgreSQL; no real-schema test.
 def test_a_prefix_the_metastore_charset_cannot_store_is_refused_with_zero_writes(shape, open_catalog):
     """MariaDB HMS databases are latin1: a CJK prefix would fail mid-run (strict) or become '?' (non-strict)."""
     before = shape.dump()
@@ -342,6 +345,7 @@ def test_a_prefix_the_metastore_charset_cannot_store_is_refused_with_zero_writes
     assert shape.dump() == shape.expected(layout("hive", latin1), layout("spark"))
 
 
+# allow_scheme_change (hdfs -> s3a) and its undo: the real-schema tests only move within hdfs://nn:8020.
 def test_scheme_change_goes_through_only_when_allowed(shape, open_catalog):
     before = shape.dump()
     catalog = open_catalog("hive")

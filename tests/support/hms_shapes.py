@@ -1,10 +1,15 @@
 """Minimal Hive 3 and Hive 4 metastore shapes, written here from the column facts (names, types, keys).
 
-Only the tables and columns relocation and listing touch, plus the NOT NULL columns HMS itself would
-fill. Hive 3 adds CTLGS (NAME, LOCATION_URI) and DBS.CTLG_NAME; Hive 4 adds DBS.DB_MANAGED_LOCATION_URI.
-Types follow the upstream schema scripts: locations VARCHAR(4000); SERDE_PARAMS / TABLE_PARAMS values
-MEDIUMTEXT on MySQL and TEXT on PostgreSQL, PARTITION_PARAMS values VARCHAR(4000). Upper-case names are
-quoted by SQLAlchemy on PostgreSQL, as HMS's own PostgreSQL schema does.
+Every table relocation and listing touch, each with all the columns the release gives it; a few more
+tables (SERDES, SKEWED_STRING_LIST[_VALUES], SEQUENCE_TABLE) with the columns their rows need. Hive 3 adds
+CTLGS (NAME, LOCATION_URI) and DBS.CTLG_NAME; Hive 4 adds DBS.DB_MANAGED_LOCATION_URI, DATACONNECTOR_NAME,
+REMOTE_DBNAME and TBLS/PARTITIONS.WRITE_ID. Types, lengths, nullability and keys follow what schematool
+makes from the release's own scripts (3.1.0 / 4.0.0), per dialect: locations VARCHAR(4000); SERDE_PARAMS /
+TABLE_PARAMS values MEDIUMTEXT on MySQL and TEXT on PostgreSQL, PARTITION_PARAMS values VARCHAR(4000) in
+Hive 3 and MEDIUMTEXT / TEXT in Hive 4; flags BIT(1) on MySQL; times, counts and indexes that MySQL
+declares INT are BIGINT on PostgreSQL. tests/integration/test_hms_shapes_match_real.py proves all of
+it column by column against the real schemas. Upper-case names are quoted by SQLAlchemy on PostgreSQL,
+as HMS's own PostgreSQL schema does.
 
 `catalog_rows` fills a catalog with one object of every location-holding kind, each location derived
 from a `root` the test chooses: the state after a relocation is the same rows generated from the new
@@ -21,57 +26,73 @@ from sqlalchemy.dialects import mysql
 ID = sa.BigInteger
 LOCATION = sa.String(4000)
 LONG_PARAM = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
+FLAG = sa.Boolean().with_variant(mysql.BIT(1), "mysql", "mariadb")
+# INT in the MySQL scripts, bigint in the PostgreSQL ones.
+WIDE_INT = sa.Integer().with_variant(sa.BigInteger(), "postgresql")
 
 
 def _col(name: str, type_, *, key: bool = False, null: bool = True, **kw) -> sa.Column:
     return sa.Column(name, type_, primary_key=key, nullable=null and not key, autoincrement=False, **kw)
 
 
-def hms_metadata(version: int) -> sa.MetaData:
-    """The shape of a Hive `version` (3 or 4) metastore, as SQLAlchemy Core tables."""
+def hms_metadata(version: int, dialect: str = "mysql") -> sa.MetaData:
+    """The shape of a Hive `version` (3 or 4) metastore on `dialect` (mysql/mariadb or postgresql), as
+    SQLAlchemy Core tables. Types differ by dialect through variants; the few nullability differences of
+    the release's scripts need the dialect named here."""
     if version not in (3, 4):
         raise ValueError(f"no shape for Hive {version}")
+    postgres = dialect == "postgresql"
     md = sa.MetaData()
     sa.Table("VERSION", md, _col("VER_ID", ID, key=True), _col("SCHEMA_VERSION", sa.String(127), null=False),
-             _col("VERSION_COMMENT", sa.String(255)))
-    ctlgs = [_col("CTLG_ID", ID, key=True), _col("NAME", sa.String(256), null=False, unique=True),
+             _col("VERSION_COMMENT", sa.String(255), null=not postgres))
+    ctlgs = [_col("CTLG_ID", ID, key=True), _col("NAME", sa.String(256), unique=True),
              _col("DESC", sa.String(4000)), _col("LOCATION_URI", LOCATION, null=False)]
     if version == 4:
-        ctlgs.append(_col("CREATE_TIME", sa.Integer))
+        ctlgs.append(_col("CREATE_TIME", WIDE_INT))
     sa.Table("CTLGS", md, *ctlgs)
     dbs = [_col("DB_ID", ID, key=True), _col("DESC", sa.String(4000)), _col("DB_LOCATION_URI", LOCATION, null=False),
            _col("NAME", sa.String(128)), _col("OWNER_NAME", sa.String(128)), _col("OWNER_TYPE", sa.String(10)),
-           _col("CTLG_NAME", sa.String(256), null=False, server_default="hive")]
+           # NOT NULL except in Hive 3's PostgreSQL script.
+           _col("CTLG_NAME", sa.String(256), null=postgres and version == 3, server_default="hive")]
     if version == 4:
-        dbs += [_col("CREATE_TIME", sa.Integer), _col("DB_MANAGED_LOCATION_URI", LOCATION),
-                _col("TYPE", sa.String(32), null=False, server_default="NATIVE")]
+        dbs += [_col("CREATE_TIME", WIDE_INT), _col("DB_MANAGED_LOCATION_URI", LOCATION),
+                _col("TYPE", sa.String(32), null=False, server_default="NATIVE"),
+                _col("DATACONNECTOR_NAME", sa.String(128)), _col("REMOTE_DBNAME", sa.String(128))]
     sa.Table("DBS", md, *dbs, sa.UniqueConstraint("NAME", "CTLG_NAME"))
     sa.Table("SERDES", md, _col("SERDE_ID", ID, key=True), _col("NAME", sa.String(128)), _col("SLIB", sa.String(4000)))
     sa.Table("SERDE_PARAMS", md, _col("SERDE_ID", ID, key=True), _col("PARAM_KEY", sa.String(256), key=True),
              _col("PARAM_VALUE", LONG_PARAM))
     sa.Table("SDS", md, _col("SD_ID", ID, key=True), _col("CD_ID", ID), _col("INPUT_FORMAT", sa.String(4000)),
-             _col("IS_COMPRESSED", sa.Boolean, null=False), _col("IS_STOREDASSUBDIRECTORIES", sa.Boolean, null=False),
-             _col("LOCATION", LOCATION), _col("NUM_BUCKETS", sa.Integer, null=False),
+             _col("IS_COMPRESSED", FLAG, null=False), _col("IS_STOREDASSUBDIRECTORIES", FLAG, null=False),
+             _col("LOCATION", LOCATION), _col("NUM_BUCKETS", WIDE_INT, null=False),
              _col("OUTPUT_FORMAT", sa.String(4000)), _col("SERDE_ID", ID))
-    sa.Table("TBLS", md, _col("TBL_ID", ID, key=True), _col("CREATE_TIME", sa.Integer, null=False), _col("DB_ID", ID),
-             _col("LAST_ACCESS_TIME", sa.Integer, null=False), _col("OWNER", sa.String(767)),
-             _col("RETENTION", sa.Integer, null=False), _col("SD_ID", ID), _col("TBL_NAME", sa.String(256)),
-             _col("TBL_TYPE", sa.String(128)), sa.UniqueConstraint("TBL_NAME", "DB_ID"))
+    tbls = [_col("TBL_ID", ID, key=True), _col("CREATE_TIME", WIDE_INT, null=False), _col("DB_ID", ID),
+            _col("LAST_ACCESS_TIME", WIDE_INT, null=False), _col("OWNER", sa.String(767)),
+            _col("OWNER_TYPE", sa.String(10)), _col("RETENTION", WIDE_INT, null=False), _col("SD_ID", ID),
+            _col("TBL_NAME", sa.String(256)), _col("TBL_TYPE", sa.String(128)),
+            _col("VIEW_EXPANDED_TEXT", LONG_PARAM), _col("VIEW_ORIGINAL_TEXT", LONG_PARAM),
+            _col("IS_REWRITE_ENABLED", FLAG, null=False, server_default=sa.text("false" if postgres else "0"))]
+    parts = [_col("PART_ID", ID, key=True), _col("CREATE_TIME", WIDE_INT, null=False),
+             _col("LAST_ACCESS_TIME", WIDE_INT, null=False), _col("PART_NAME", sa.String(767)), _col("SD_ID", ID),
+             _col("TBL_ID", ID)]
+    if version == 4:
+        tbls.append(_col("WRITE_ID", ID, server_default=sa.text("0")))
+        parts.append(_col("WRITE_ID", ID, server_default=sa.text("0")))
+    sa.Table("TBLS", md, *tbls, sa.UniqueConstraint("TBL_NAME", "DB_ID"))
     sa.Table("TABLE_PARAMS", md, _col("TBL_ID", ID, key=True), _col("PARAM_KEY", sa.String(256), key=True),
              _col("PARAM_VALUE", LONG_PARAM))
     sa.Table("PARTITION_KEYS", md, _col("TBL_ID", ID, key=True), _col("PKEY_COMMENT", sa.String(4000)),
              _col("PKEY_NAME", sa.String(128), key=True), _col("PKEY_TYPE", sa.String(767), null=False),
-             _col("INTEGER_IDX", sa.Integer, null=False))
-    sa.Table("PARTITIONS", md, _col("PART_ID", ID, key=True), _col("CREATE_TIME", sa.Integer, null=False),
-             _col("LAST_ACCESS_TIME", sa.Integer, null=False), _col("PART_NAME", sa.String(767)), _col("SD_ID", ID),
-             _col("TBL_ID", ID), sa.UniqueConstraint("PART_NAME", "TBL_ID"))
+             _col("INTEGER_IDX", WIDE_INT, null=False))
+    sa.Table("PARTITIONS", md, *parts, sa.UniqueConstraint("PART_NAME", "TBL_ID"))
     sa.Table("PARTITION_KEY_VALS", md, _col("PART_ID", ID, key=True), _col("PART_KEY_VAL", sa.String(256)),
-             _col("INTEGER_IDX", sa.Integer, key=True))
+             _col("INTEGER_IDX", WIDE_INT, key=True))
+    # VARCHAR(4000) in the 3.1.0 scripts, MEDIUMTEXT / TEXT in the 4.0.0 ones.
     sa.Table("PARTITION_PARAMS", md, _col("PART_ID", ID, key=True), _col("PARAM_KEY", sa.String(256), key=True),
-             _col("PARAM_VALUE", sa.String(4000)))
+             _col("PARAM_VALUE", sa.String(4000) if version == 3 else LONG_PARAM))
     sa.Table("SKEWED_STRING_LIST", md, _col("STRING_LIST_ID", ID, key=True))
     sa.Table("SKEWED_STRING_LIST_VALUES", md, _col("STRING_LIST_ID", ID, key=True),
-             _col("STRING_LIST_VALUE", sa.String(256)), _col("INTEGER_IDX", sa.Integer, key=True))
+             _col("STRING_LIST_VALUE", sa.String(256)), _col("INTEGER_IDX", WIDE_INT, key=True))
     sa.Table("SKEWED_COL_VALUE_LOC_MAP", md, _col("SD_ID", ID, key=True), _col("STRING_LIST_ID_KID", ID, key=True),
              _col("LOCATION", LOCATION))
     sa.Table("FUNCS", md, _col("FUNC_ID", ID, key=True), _col("CLASS_NAME", sa.String(4000)),
@@ -109,7 +130,7 @@ def catalog_rows(layout: CatalogLayout, version: int) -> dict[str, list[dict]]:
         db = {"DB_ID": db_id, "NAME": name, "DB_LOCATION_URI": f"{root}/{name}.db", "OWNER_NAME": "hive",
               "OWNER_TYPE": "USER", "CTLG_NAME": cat}
         if version == 4:
-            db["DB_MANAGED_LOCATION_URI"] = f"{root}/managed/{name}.db"
+            db.update(DB_MANAGED_LOCATION_URI=f"{root}/managed/{name}.db", DATACONNECTOR_NAME=None, REMOTE_DBNAME=None)
         rows["DBS"].append(db)
 
     def sd(sd_id: int, location: str, path_param: bool = True) -> None:
@@ -125,8 +146,10 @@ def catalog_rows(layout: CatalogLayout, version: int) -> dict[str, list[dict]]:
     def table(tbl_id: int, name: str, location: str, **params: str) -> None:
         sd(tbl_id, location)
         rows["TBLS"].append({"TBL_ID": tbl_id, "CREATE_TIME": 0, "DB_ID": i + 1, "LAST_ACCESS_TIME": 0,
-                             "OWNER": "hive", "RETENTION": 0, "SD_ID": tbl_id, "TBL_NAME": name,
-                             "TBL_TYPE": "EXTERNAL_TABLE"})
+                             "OWNER": "hive", "OWNER_TYPE": "USER", "RETENTION": 0, "SD_ID": tbl_id,
+                             "TBL_NAME": name, "TBL_TYPE": "EXTERNAL_TABLE", "VIEW_EXPANDED_TEXT": None,
+                             "VIEW_ORIGINAL_TEXT": None, "IS_REWRITE_ENABLED": False,
+                             **({"WRITE_ID": 0} if version == 4 else {})})
         rows["TABLE_PARAMS"] += [{"TBL_ID": tbl_id, "PARAM_KEY": k, "PARAM_VALUE": v}
                                  for k, v in {"EXTERNAL": "TRUE", **params}.items()]
 
@@ -139,7 +162,8 @@ def catalog_rows(layout: CatalogLayout, version: int) -> dict[str, list[dict]]:
         part_id, location = i + 20 + n, f"{events}/dt={dt}"
         sd(part_id, location)
         rows["PARTITIONS"].append({"PART_ID": part_id, "CREATE_TIME": 0, "LAST_ACCESS_TIME": 0,
-                                   "PART_NAME": f"dt={dt}", "SD_ID": part_id, "TBL_ID": i + 10})
+                                   "PART_NAME": f"dt={dt}", "SD_ID": part_id, "TBL_ID": i + 10,
+                                   **({"WRITE_ID": 0} if version == 4 else {})})
         rows["PARTITION_KEY_VALS"].append({"PART_ID": part_id, "PART_KEY_VAL": dt, "INTEGER_IDX": 0})
         rows["PARTITION_PARAMS"] += [{"PART_ID": part_id, "PARAM_KEY": "path", "PARAM_VALUE": location},
                                      {"PART_ID": part_id, "PARAM_KEY": "numFiles", "PARAM_VALUE": "1"}]
@@ -160,8 +184,8 @@ def catalog_rows(layout: CatalogLayout, version: int) -> dict[str, list[dict]]:
 
 def create_shape(url: str, version: int, layouts: list[CatalogLayout]) -> sa.MetaData:
     """Create the Hive `version` shape in the (empty) database at `url` and fill it with `layouts`."""
-    md = hms_metadata(version)
     engine = sa.create_engine(url)
+    md = hms_metadata(version, engine.dialect.name)
     try:
         with engine.begin() as conn:
             md.create_all(conn)
