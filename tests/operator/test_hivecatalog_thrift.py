@@ -29,8 +29,12 @@ from conftest import TIMINGS
 from hivecat.kinds import ANNOTATION_METASTORE_ADDRESS
 from hivecat.local.net import free_port, wait_for_port
 from hivecat.local.processes import stop_process_group
+from hivecat.reconcile.schema import Init
+from hivecat.specs.hivecatalog import parse_hive_catalog
+from hivecat.workloads.metastore import metastore_config_map
+from hivecat.workloads.schema_job import schema_job
 from support.hive_image import STANDIN_PORT_ENV, StandInImage
-from support.hive_metastores import HIVE3
+from support.hive_metastores import HIVE3, HIVE4
 from support.services import mariadb_server, scratch_mariadb, unique_name  # noqa: F401  (fixtures)
 
 SECRET = "metastore-db"
@@ -230,3 +234,39 @@ def test_a_schema_the_image_cannot_use_is_refused_and_nothing_runs(
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT COUNT(*) FROM VERSION")).scalar() == (1 if recorded else 0)
     engine.dispose()
+
+
+def test_an_older_schema_gets_an_upgrade_job_never_an_init(
+        kubectl: Client, namespace: str, run_operator, metastore_db: str, tmp_path: Path) -> None:
+    """A database at Hive 3.1's schema under a catalog whose image runs Hive 4.0.1: the upgrade Job's own
+    command (Hive 4's schematool) brings it to 4.0.0, and SchemaReady follows the VERSION table."""
+
+    password = sa.make_url(metastore_db).password
+    secrets = {(SECRET, "password"): password}
+    older = catalog("sales", metastore_db, "127.0.0.1:1", "file:///tmp/warehouse")
+    older["metadata"]["namespace"] = namespace
+    # The database as a Hive 3.1 catalog left it: its init Job's own command, run here beforehand.
+    spec = parse_hive_catalog(older, default_image="apache/hive:3.1.3")
+    init = schema_job(spec, Init("3.1.0"))["spec"]["template"]["spec"]["containers"][0]
+    image3 = StandInImage(tmp_path / "hive3", HIVE3, "mysql")
+    conf3 = StandInImage.conf_dir(tmp_path / "hive3-pod", metastore_config_map(spec)["data"])
+    image3.run(init, image3.environment(init, secrets, conf3))
+
+    run_operator(namespace)
+    apply(kubectl, namespace, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": SECRET},
+                               "stringData": {"password": password}},
+          catalog("sales", metastore_db, "127.0.0.1:1", "file:///tmp/warehouse", hive_version=HIVE4.version))
+    job = wait_for("the upgrade Job", lambda: get(kubectl, namespace, "job", "sales-schema-upgrade-3-1-0-to-4-0-0"))
+    assert not [name for name in children(kubectl, namespace) if "schema-init" in name]
+    status = kubectl.json("get", "-n", namespace, "hivecatalog", "sales")["status"]
+    assert status["schemaVersion"] == "3.1.0"
+
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    assert "-upgradeSchemaFrom" in container["command"] or "-upgradeSchemaFrom" in (container.get("args") or [])
+    image4 = StandInImage(tmp_path / "hive4", HIVE4, "mysql")
+    config = kubectl.json("get", "-n", namespace, "configmap", "sales-metastore-config")["data"]
+    image4.run(container, image4.environment(container, secrets, StandInImage.conf_dir(tmp_path / "hive4-pod", config)))
+    wait_for("SchemaReady", lambda: condition(kubectl, namespace, "sales", "SchemaReady").get("status") == "True")
+    assert kubectl.json("get", "-n", namespace, "hivecatalog", "sales")["status"]["schemaVersion"] == "4.0.0"
+    events = kubectl.json("get", "-n", namespace, "events", "--field-selector", "involvedObject.name=sales")
+    assert "SchemaJobCreated" in {e["reason"] for e in events["items"]}

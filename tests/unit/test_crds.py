@@ -148,7 +148,7 @@ def resolve(schema: crds.Schema, json_path: str) -> crds.Schema | None:
 
 
 PRINTER_COLUMNS = {
-    "HiveCatalog": ["Mode", "Phase", "Ready", "Age"],
+    "HiveCatalog": ["Mode", "Phase", "Ready", "Endpoint", "Age"],
     "ClusterStorage": ["Filesystem", "Catalog", "Repair", "Drifted", "Phase", "Age"],
     "TableReplica": ["Database", "Table", "Active", "In-Sync", "Lag", "Phase", "Age"],
 }
