@@ -37,12 +37,17 @@ def merge(previous: Sequence[Mapping[str, Any]] | None, current: Iterable[Condit
     """The conditions list to write: `current`, with transition times carried over where status held.
 
     Conditions the reconciler no longer states are dropped (their type no longer applies, e.g. SchemaReady
-    after a switch to Glue).
+    after a switch to Glue). A type stated twice is written once, as last stated: the CRDs list conditions as
+    a map keyed by type, which the API server would refuse with duplicates.
     """
     stamp = now or now_rfc3339()
     before = {c.get("type"): c for c in previous or ()}
-    merged = []
+    latest: dict[str, Condition] = {}
     for condition in current:
+        latest.pop(condition.type, None)  # the last statement wins
+        latest[condition.type] = condition
+    merged = []
+    for condition in latest.values():
         old = before.get(condition.type)
         moved = old is None or old.get("status") != condition.status
         merged.append({
@@ -50,7 +55,7 @@ def merge(previous: Sequence[Mapping[str, Any]] | None, current: Iterable[Condit
             "status": condition.status,
             "reason": condition.reason,
             "message": condition.message[:MAX_MESSAGE],
-            "lastTransitionTime": stamp if moved else old.get("lastTransitionTime", stamp),
+            "lastTransitionTime": stamp if moved else (old.get("lastTransitionTime") or stamp),
             "observedGeneration": generation,
         })
     return merged

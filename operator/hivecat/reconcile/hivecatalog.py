@@ -5,22 +5,29 @@ puts them in order and says, for each step, what to read and what to write. It d
 `Ports` object the handler supplies, so every path is unit-testable with a fake and the operator tier runs
 the same code against the real control plane, databases, metastores and Glue.
 
+A pass has two halves. First every check that can refuse the spec, all of them reads: the mode switch's
+confirmation, the image allow-list, the referenced Secrets, the backends' probes. Only then does it change
+anything (Glue's default database, the metastore's ConfigMap, schema Job, Service and Deployment, the client
+ConfigMaps), so a bad spec leaves no child object and no write behind.
+
 A pass stops at the first step that cannot go on (a missing Secret, a schema Job still running) and says so
 in the conditions; `retry_after` asks the handler to come back soon when the wait is short (a Job, a
-rollout), while the timer covers everything else.
+rollout), while the timer covers everything else. Every outcome states `Ready` exactly once, and
+`BackendReachable` at most once, over every backend the mode uses (Hybrid: Glue and the metastore).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, NoReturn, Protocol
 
 from hivecat.catalog.connect import CatalogUnavailable
 from hivecat.catalog.probes import ProbeResult
 from hivecat.catalog.schema_version import SchemaState
 from hivecat.catalog.targets import SqlTarget
-from hivecat.reconcile.conditions import Condition
+from hivecat.k8s import SecretUnavailable
+from hivecat.reconcile.conditions import FALSE, TRUE, UNKNOWN, Condition
 from hivecat.reconcile.policy import WorkloadPolicy
 from hivecat.reconcile.schema import Init, Ready, Refuse, decide_schema
 from hivecat.specs.hivecatalog import HiveCatalogSpec
@@ -32,7 +39,8 @@ from hivecat.workloads.schema_job import schema_job
 
 READY, SCHEMA_READY, REACHABLE, MODE_WARNING = "Ready", "SchemaReady", "BackendReachable", "Warning"
 THRIFT, GLUE, HYBRID = "Thrift", "Glue", "Hybrid"
-SHORT_WAIT = 2.0  # seconds: a Job or a rollout in progress
+SHORT_WAIT = 1.0  # seconds: a Job or a rollout in progress (the re-check daemon wakes twice a second)
+JOB_BACKOFF_DEFAULT = 6  # batch/v1 Job's spec.backoffLimit when the manifest leaves it out
 
 
 class Ports(Protocol):
@@ -58,7 +66,11 @@ class Event:
 
 @dataclass
 class Outcome:
-    """What the handler writes back: status fields, conditions, Events, and when to look again."""
+    """What the handler writes back: status fields, conditions, Events, and when to look again.
+
+    phase: Pending (provisioning: a schema Job, a rollout), Ready, Degraded (a backend check fails),
+    Invalid (the spec, a reference or the database's schema must be fixed first; see Ready's reason) or
+    Stopped (the metastore is scaled to zero)."""
 
     mode: str | None = None
     endpoint: str = ""
@@ -69,10 +81,25 @@ class Outcome:
     events: list[Event] = field(default_factory=list)
     retry_after: float | None = None
 
-    def stop(self, reason: str, message: str, *, phase: str = "Failed", retry: float | None = None) -> Outcome:
+    def stop(self, reason: str, message: str, *, phase: str = "Invalid", retry: float | None = None) -> Outcome:
+        """Ready False with `reason`; replaces a Ready stated before, so there is only ever one."""
+        self.conditions = [c for c in self.conditions if c.type != READY]
         self.conditions.append(Condition.of(READY, False, reason, message))
         self.phase, self.retry_after = phase, retry
         return self
+
+
+class _Stopped(Exception):
+    """The pass cannot go on; the outcome already says why."""
+
+
+@dataclass(frozen=True)
+class _Database:
+    """The metastore database as the checks found it: where it is, its password, the Secret's version."""
+
+    target: SqlTarget
+    password: str
+    secret_version: str
 
 
 class Pass:
@@ -84,69 +111,124 @@ class Pass:
         self.spec, self.previous_mode, self.ports, self.policy = spec, previous_mode, ports, policy
         self.named_image = named_image
         self.out = Outcome(mode=spec.mode)
+        self._reach: dict[str, Condition] = {}  # backend ("Glue", "metastore") → its reachability
+        self._secrets: list[str] = []  # values read from Secrets: scrubbed from every message at the end
 
     def run(self) -> Outcome:
+        try:
+            self._run()
+        except _Stopped:
+            pass
+        return self._finish()
+
+    def _run(self) -> None:
         spec, out = self.spec, self.out
         if spec.spark_side_completed:
             out.conditions.append(Condition.of(MODE_WARNING, True, "SparkSideCompleted",
                                                "the Glue client factory is set in hive-site only: Spark clients "
                                                "were configured for Glue as well, as EMR does"))
         switching = self.previous_mode is not None and self.previous_mode != spec.mode
-        if switching and not spec.confirm_mode_switch:
-            out.mode = self.previous_mode
-            return out.stop("ModeSwitchNotConfirmed",
-                            f"switching from {self.previous_mode} to {spec.mode} points every client at another "
-                            f"catalog: set the annotation hivecatalog.io/confirm-mode-switch to \"true\" to "
-                            "confirm it", phase="Blocked")
-        runs_metastore = spec.mode in (THRIFT, HYBRID)
+        if switching:
+            out.mode = self.previous_mode  # until the switch is under way, the catalog is what it was
+            if not spec.confirm_mode_switch:
+                self._stop("ModeSwitchNotConfirmed",
+                           f"switching from {self.previous_mode} to {spec.mode} points every client at another "
+                           "catalog: set the annotation hivecatalog.io/confirm-mode-switch to \"true\" to confirm it")
+        uses_glue, runs_metastore = spec.mode in (GLUE, HYBRID), spec.mode in (THRIFT, HYBRID)
+        # -- checks: reads only ---------------------------------------------------------------------------
         if runs_metastore:
             violation = self.policy.check_image(self.named_image, "spec.metastore.image")
             if violation is not None:
-                return out.stop(violation.reason, violation.message)
-        glue_ok = self._glue() if spec.mode in (GLUE, HYBRID) else True
-        metastore_ok = self._metastore() if runs_metastore else self._no_metastore()
-        if metastore_ok is None or glue_ok is None:  # stopped with a reason already
-            return out
+                self._stop(violation.reason, violation.message)
+        credentials = self._glue_credentials() if uses_glue else None
+        database = self._database_password() if runs_metastore else None
+        if uses_glue:
+            self._probe_glue(credentials)
+        if database is not None:
+            self._probe_database(database)
+        # -- changes ------------------------------------------------------------------------------------------
+        if uses_glue:
+            self._glue_default(credentials)
+        if switching:
+            out.mode = spec.mode
+            out.events.append(Event("Normal", "ModeSwitched", f"switched from {self.previous_mode} to {spec.mode}"))
+        serving = self._metastore(database) if runs_metastore else self._no_metastore()
         client = client_config_map(spec, out.endpoint or None)
         self.ports.apply(client)
         out.client_config_map = client["metadata"]["name"]
         self.ports.apply(discovery_config_map(spec, out.endpoint or None))
-        if metastore_ok and glue_ok:
-            out.conditions.append(Condition.of(READY, True, "Ready", f"{spec.mode} catalog is serving clients"))
-            out.phase = "Ready"
-        elif not any(c.type == READY for c in out.conditions):
-            out.stop("NotReady", "waiting for the metastore to become ready", phase="Pending", retry=SHORT_WAIT)
-        if switching:
-            out.events.append(Event("Normal", "ModeSwitched", f"switched from {self.previous_mode} to {spec.mode}"))
+        if serving:
+            out.conditions.append(Condition.of(READY, True, "Ready", f"the {spec.mode} catalog is serving clients"))
+            out.phase, out.retry_after = "Ready", None
+
+    def _stop(self, reason: str, message: str, *, phase: str = "Invalid", retry: float | None = None) -> NoReturn:
+        self.out.stop(reason, message, phase=phase, retry=retry)
+        raise _Stopped
+
+    def _finish(self) -> Outcome:
+        out = self.out
+        reachable = self._reachable()
+        if reachable is not None:
+            out.conditions.append(reachable)
+        if not any(c.type == READY for c in out.conditions):  # every path states it; never leave it out
+            out.stop("NotReady", "the catalog is not serving clients yet", phase="Pending", retry=SHORT_WAIT)
+        ready = [c for c in out.conditions if c.type == READY]
+        out.conditions = ready + [c for c in out.conditions if c.type != READY]
+        out.conditions = [replace(c, message=self._scrub(c.message)) for c in out.conditions]
+        out.events = [replace(e, message=self._scrub(e.message)) for e in out.events]
         return out
 
+    def _scrub(self, message: str) -> str:
+        """Belt and braces: the probes never echo a secret, and a message must never carry one."""
+        for secret in self._secrets:
+            if secret:
+                message = message.replace(secret, "***")
+        return message
+
+    def _reachable(self) -> Condition | None:
+        """One BackendReachable over the backends checked: False if any is down, Unknown if one could not
+        be checked yet (a metastore that does not run yet), else True."""
+        if not self._reach:
+            return None
+        if len(self._reach) == 1:
+            only = next(iter(self._reach.values()))
+            return Condition(REACHABLE, only.status, only.reason, only.message)
+        parts = "; ".join(f"{backend}: {c.message}" for backend, c in self._reach.items())
+        for status in (FALSE, UNKNOWN):
+            first = next((c for c in self._reach.values() if c.status == status), None)
+            if first is not None:
+                return Condition(REACHABLE, status, first.reason, parts)
+        return Condition(REACHABLE, TRUE, "Reachable", parts)
+
+    def _read_secret(self, name: str, key: str) -> tuple[str, str]:
+        try:
+            value, version = self.ports.read_secret(name, key)
+        except SecretUnavailable as error:
+            self._stop(error.reason, error.message)
+        self._secrets.append(value)
+        return value, version
+
     # -- Glue ---------------------------------------------------------------------------------------------
-    def _glue(self) -> bool | None:
-        spec, out = self.spec, self.out
-        assert spec.glue is not None  # parse_hive_catalog refuses Glue/Hybrid without it
-        credentials = None
-        if spec.glue.credentials is not None:
-            ref = spec.glue.credentials
-            try:
-                credentials = (self.ports.read_secret(ref.name, ref.access_key_id_key)[0],
-                               self.ports.read_secret(ref.name, ref.secret_access_key_key)[0])
-            except Exception as error:  # SecretUnavailable, reason and message
-                if not hasattr(error, "reason"):
-                    raise
-                out.stop(error.reason, error.message)
-                return None
-        probe = self.ports.probe_glue(spec, credentials)
+    def _glue_credentials(self) -> tuple[str, str] | None:
+        glue = self.spec.glue
+        assert glue is not None  # parse_hive_catalog refuses Glue/Hybrid without it
+        if glue.credentials is None:  # a role (IRSA) or the operator's own credentials
+            return None
+        ref = glue.credentials
+        return (self._read_secret(ref.name, ref.access_key_id_key)[0],
+                self._read_secret(ref.name, ref.secret_access_key_key)[0])
+
+    def _probe_glue(self, credentials: tuple[str, str] | None) -> None:
+        probe = self.ports.probe_glue(self.spec, credentials)
+        self._reach["Glue"] = Condition.of(REACHABLE, probe.ok, probe.reason, probe.message)
         if not probe.ok:
-            out.conditions.append(Condition.of(REACHABLE, False, probe.reason, f"Glue: {probe.message}"))
-            out.stop(probe.reason, f"Glue: {probe.message}", phase="Degraded")
-            return None
-        default = self.ports.ensure_glue_default(spec, credentials)
+            self._stop(probe.reason, probe.message, phase="Degraded")
+
+    def _glue_default(self, credentials: tuple[str, str] | None) -> None:
+        """The `default` database with a location: created if missing, reported if it has none."""
+        default = self.ports.ensure_glue_default(self.spec, credentials)
         if not default.ok:
-            out.stop(default.reason, default.message, phase="Degraded")
-            return None
-        if spec.mode == GLUE:
-            out.conditions.append(Condition.of(REACHABLE, True, "Reachable", "Glue answers"))
-        return True
+            self._stop(default.reason, default.message, phase="Degraded")
 
     # -- Thrift metastore -----------------------------------------------------------------------------------
     def _no_metastore(self) -> bool:
@@ -157,98 +239,122 @@ class Pass:
             removed |= self.ports.delete(api, kind, name)
         if removed:
             self.out.events.append(Event("Normal", "MetastoreRemoved",
-                                         "metastore Deployment and Service removed; its database is kept"))
+                                         f"metastore Deployment and Service {name} removed; its database is kept"))
         return True
 
-    def _metastore(self) -> bool | None:
-        spec, out = self.spec, self.out
-        database = spec.database
+    def _database_password(self) -> _Database | None:
+        database = self.spec.database
         assert database is not None  # parse_hive_catalog refuses Thrift/Hybrid without it
-        if database.dialect == "derby":
-            return self._deploy(None, schema_checked=False)
+        if database.dialect == "derby":  # inside the metastore pod: nothing to read or reach from here
+            return None
         assert database.password is not None and database.host and database.name and database.user
-        try:
-            password, secret_version = self.ports.read_secret(database.password.name, database.password.key)
-        except Exception as error:
-            if not hasattr(error, "reason"):
-                raise
-            out.stop(error.reason, error.message)
-            return None
+        password, secret_version = self._read_secret(database.password.name, database.password.key)
         target = SqlTarget(database.dialect, database.host, database.name, database.user, database.port)
-        probe = self.ports.probe_sql(target, password)
-        if not probe.ok:
-            out.conditions.append(Condition.of(REACHABLE, False, probe.reason, probe.message))
-            out.stop(probe.reason, probe.message, phase="Degraded", retry=None)
-            return None
-        self.ports.apply(metastore_config_map(spec))
-        if not self._schema(target, password):
-            return None
-        return self._deploy(secret_version, schema_checked=True)
+        return _Database(target, password, secret_version)
 
-    def _schema(self, target: SqlTarget, password: str) -> bool:
+    def _probe_database(self, database: _Database) -> None:
+        probe = self.ports.probe_sql(database.target, database.password)
+        if not probe.ok:
+            self._reach["metastore"] = Condition.of(REACHABLE, False, probe.reason, probe.message)
+            self._stop(probe.reason, probe.message, phase="Degraded")
+        self._reach["metastore"] = Condition(REACHABLE, UNKNOWN, "MetastoreNotRunning",
+                                             "the metastore database answers; the metastore does not serve yet")
+
+    def _metastore(self, database: _Database | None) -> bool:
+        """ConfigMap, schema (its Job when needed), Service and Deployment; True when the metastore serves."""
+        spec = self.spec
+        self.ports.apply(metastore_config_map(spec))  # before the schema Job, which mounts it
+        if database is None:  # Derby: the pod initializes its own schema; there is no VERSION to read
+            self.out.conditions.append(Condition(SCHEMA_READY, UNKNOWN, "EmbeddedDerby",
+                                                 "an embedded Derby database is initialized by the metastore pod "
+                                                 "itself, for development only; its schema is not checked"))
+        else:
+            self._schema(database)
+        return self._deploy(database.secret_version if database else None)
+
+    def _schema(self, database: _Database) -> None:
         spec, out = self.spec, self.out
         try:
-            state = self.ports.read_schema(target, password)
+            state = self.ports.read_schema(database.target, database.password)
         except CatalogUnavailable as error:
             out.conditions.append(Condition.of(SCHEMA_READY, False, error.reason, error.message))
-            out.stop(error.reason, error.message, phase="Degraded")
-            return False
+            self._stop(error.reason, error.message, phase="Degraded")
         out.schema_version = state.version
         decision = decide_schema(state, spec.metastore.hive_version)
         if isinstance(decision, Ready):
-            out.conditions.append(Condition.of(SCHEMA_READY, True, "SchemaCurrent",
-                                               f"schema version {state.version} matches Hive {spec.metastore.hive_version}"))
-            return True
+            out.conditions.append(Condition.of(SCHEMA_READY, True, "SchemaCurrent", f"schema version {state.version} "
+                                               f"matches Hive {spec.metastore.hive_version}"))
+            return
         if isinstance(decision, Refuse):
             out.conditions.append(Condition.of(SCHEMA_READY, False, decision.reason, decision.message))
-            out.stop(decision.reason, decision.message)
-            return False
+            self._stop(decision.reason, decision.message)
         job = schema_job(spec, decision)
         name = job["metadata"]["name"]
         existing = self.ports.get("batch/v1", "Job", name)
         if existing is None:
-            self.ports.apply(job)
+            existing = self.ports.apply(job)
             verb = "initialize" if isinstance(decision, Init) else f"upgrade from {decision.from_version}"
             out.events.append(Event("Normal", "SchemaJobCreated", f"Job {name} created to {verb} the schema"))
-            existing = {}
-        status = existing.get("status") or {}
-        if status.get("failed") and not status.get("active"):
+        state_of_job = _job_state(existing)
+        if state_of_job == "failed":
             message = f"schema Job {name} failed; see its pod's log, fix the cause, then delete the Job to retry"
             out.conditions.append(Condition.of(SCHEMA_READY, False, "SchemaJobFailed", message))
-            out.stop("SchemaJobFailed", message)
-            return False
+            self._stop("SchemaJobFailed", message, phase="Degraded")
         # A succeeded Job that left the VERSION table behind is not ready either: the table decides.
-        reason = "SchemaJobSucceededButVersionBehind" if status.get("succeeded") else "SchemaJobRunning"
-        message = (f"schema Job {name} succeeded but the VERSION table still says {state.version}"
-                   if status.get("succeeded") else f"schema Job {name} is running")
+        if state_of_job == "succeeded":
+            reason = "SchemaJobSucceededButVersionBehind"
+            message = (f"schema Job {name} succeeded but the VERSION table says {state.version or 'nothing'}, not "
+                       f"{decision.to_version}; see the Job's log, then delete the Job to run it again")
+        else:
+            reason, message = "SchemaJobRunning", f"schema Job {name} is running"
         out.conditions.append(Condition.of(SCHEMA_READY, False, reason, message))
-        out.stop(reason, message, phase="Pending", retry=SHORT_WAIT)
-        return False
+        self._stop(reason, message, phase="Pending", retry=SHORT_WAIT)
 
-    def _deploy(self, secret_version: str | None, *, schema_checked: bool) -> bool:
+    def _deploy(self, secret_version: str | None) -> bool:
         spec, out = self.spec, self.out
-        if not schema_checked:
-            self.ports.apply(metastore_config_map(spec))
+        name = metastore_name(spec)
         service = metastore_service(spec)
         self.ports.apply(service)
-        created = self.ports.get("apps/v1", "Deployment", metastore_name(spec)) is None
+        created = self.ports.get("apps/v1", "Deployment", name) is None
         deployment = self.ports.apply(metastore_deployment(spec, config_hash(spec, secret_version)))
         if created:
-            out.events.append(Event("Normal", "MetastoreCreated", f"metastore Deployment {metastore_name(spec)} "
-                                                                   f"created for Hive {spec.metastore.hive_version}"))
+            out.events.append(Event("Normal", "MetastoreCreated",
+                                    f"metastore Deployment {name} created for Hive {spec.metastore.hive_version}"))
         out.endpoint = metastore_endpoint(spec)
         if spec.metastore.replicas == 0:
-            out.conditions.append(Condition.of(REACHABLE, False, "ScaledToZero", "spec.metastore.replicas is 0"))
+            self._reach["metastore"] = Condition.of(REACHABLE, False, "ScaledToZero", "spec.metastore.replicas is 0")
             out.stop("ScaledToZero", "the metastore is scaled to zero replicas", phase="Stopped")
             return False
         ready = (deployment.get("status") or {}).get("readyReplicas") or 0
         if ready < 1:
-            out.conditions.append(Condition.of(REACHABLE, False, "MetastoreStarting", "no metastore pod is ready yet"))
+            self._reach["metastore"] = Condition(REACHABLE, UNKNOWN, "MetastoreStarting",
+                                                 "no metastore pod is ready yet")
+            out.stop("MetastoreStarting", "waiting for a metastore pod to become ready", phase="Pending",
+                     retry=SHORT_WAIT)
             return False
         probe = self.ports.probe_thrift(spec, service)
-        out.conditions.append(Condition.of(REACHABLE, probe.ok, probe.reason,
-                                           "the metastore answers Thrift calls" if probe.ok else probe.message))
+        self._reach["metastore"] = Condition.of(REACHABLE, probe.ok, probe.reason, probe.message)
+        if not probe.ok:
+            out.stop(probe.reason, probe.message, phase="Degraded", retry=SHORT_WAIT)
         return probe.ok
+
+
+def _job_state(job: Mapping[str, Any]) -> str:
+    """running, succeeded or failed, from the Job controller's conditions (or, before it set them, its
+    counters: failed only once the retries allowed are used up and no pod is left)."""
+    status = job.get("status") or {}
+    for condition in status.get("conditions") or ():
+        if condition.get("status") == "True" and condition.get("type") == "Failed":
+            return "failed"
+        if condition.get("status") == "True" and condition.get("type") == "Complete":
+            return "succeeded"
+    if status.get("succeeded"):
+        return "succeeded"
+    limit = (job.get("spec") or {}).get("backoffLimit")
+    limit = JOB_BACKOFF_DEFAULT if limit is None else limit
+    if (status.get("failed") or 0) > limit and not status.get("active"):
+        return "failed"
+    return "running"
 
 
 def previous_mode(status: Mapping[str, Any] | None) -> str | None:
