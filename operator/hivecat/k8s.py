@@ -50,12 +50,26 @@ def _not_found(error: Exception) -> bool:
     return getattr(error, "status", None) == 404
 
 
+class NamespaceTerminating(Exception):
+    """The namespace is being deleted: the API server creates nothing new in it (everything there goes)."""
+
+
+def _terminating(error: Exception) -> bool:
+    return getattr(error, "status", None) == 403 and "being terminated" in str(getattr(error, "body", "") or "")
+
+
 def apply(manifest: Mapping[str, Any]) -> dict[str, Any]:
     """Server-side apply `manifest` (which names its namespace) and return the object as stored."""
+    from kubernetes.client.exceptions import ApiException
     meta = manifest["metadata"]
-    result = _resource(manifest["apiVersion"], manifest["kind"]).server_side_apply(
-        body=dict(manifest), name=meta["name"], namespace=meta.get("namespace"),
-        field_manager=FIELD_MANAGER, force_conflicts=True)
+    try:
+        result = _resource(manifest["apiVersion"], manifest["kind"]).server_side_apply(
+            body=dict(manifest), name=meta["name"], namespace=meta.get("namespace"),
+            field_manager=FIELD_MANAGER, force_conflicts=True)
+    except ApiException as error:
+        if _terminating(error):
+            raise NamespaceTerminating(f"namespace {meta.get('namespace')} is being deleted") from None
+        raise
     return result.to_dict()
 
 

@@ -20,6 +20,7 @@ class OperatorProcess:
     log_path: Path
     namespace: str | None  # None: every namespace (-A)
     extra_args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)  # added to (and overriding) the test's environment
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     ready_seconds: float = field(default=0.0, init=False)
 
@@ -34,7 +35,7 @@ class OperatorProcess:
 
     def start(self, is_ready: Callable[[], bool], timeout: float = 30) -> None:
         """Start, then wait until is_ready() (e.g. its watch has started) or fail with the log."""
-        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "PYTHONUNBUFFERED": "1", **self.env}
         started = time.monotonic()
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, env=env)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 # Nothing in this tier may fall back to the user's own cluster: point KUBECONFIG at the test control plane's
 # admin kubeconfig before anything reads it.
@@ -23,7 +24,8 @@ from kube.clients import REPO, Client, helm as helm_client, kubectl as kubectl_c
 from kube.controlplane import ControlPlane  # noqa: E402
 from kube.identity import operator_kubeconfig as make_operator_kubeconfig  # noqa: E402
 from kube.operator import OperatorProcess  # noqa: E402
-from support.services import START_SECONDS, moto, moto_server  # noqa: E402,F401  (fixtures)
+from support.services import (START_SECONDS, mariadb_server, moto, moto_server, scratch_mariadb,  # noqa: E402,F401
+                              unique_name)  # (fixtures by name)
 
 from hivecat.kinds import GROUP, HIVE_CATALOG, VERSION  # noqa: E402  (test modules import these from here)
 
@@ -105,21 +107,47 @@ def namespace(api: Api) -> Iterator[str]:
 
 @pytest.fixture
 def run_operator(request: pytest.FixtureRequest, crds: None, operator_kubeconfig: Callable[[str | None], Path],
-                 tmp_path: Path) -> Iterator[Callable[[str | None], OperatorProcess]]:
+                 tmp_path: Path, kubectl: Client, namespace: str) -> Iterator[Callable[..., OperatorProcess]]:
     """Start `hivecat run --standalone` as the chart's ServiceAccount for one namespace (or None: -A); it is
-    stopped after the test, and its log printed if the test failed."""
+    stopped after the test (the test's hivecat resources deleted first), and its log printed if the test
+    failed. `env`: extra environment for the process
+    (e.g. HIVECAT_RECHECK_SECONDS)."""
     started: list[OperatorProcess] = []
 
-    def start(namespace: str | None) -> OperatorProcess:
+    def start(namespace: str | None, env: dict[str, str] | None = None) -> OperatorProcess:
         operator = OperatorProcess(operator_kubeconfig(namespace), tmp_path / f"operator-{len(started)}.log",
-                                   namespace)
+                                   namespace, env=dict(env or {}))
         started.append(operator)
         operator.start(lambda: operator.watching(HIVE_CATALOG_RESOURCE))
         TIMINGS.setdefault("operator start until watching", operator.ready_seconds)
         return operator
 
     yield start
+    # The test's resources go while an operator still runs to release their finalizers (else the namespace
+    # would hang in Terminating, and an operator of a later test watching every namespace would meet them).
+    if any(operator.process is not None and operator.process.poll() is None for operator in started):
+        kubectl("delete", "-n", namespace, "tablereplicas,clusterstorages,hivecatalogs", "--all", "--wait",
+                "--timeout=60s", check=False)
     for operator in started:
         code = operator.stop()
         if request.node.stash.get(_FAILED, False) or code not in (0, -15):
             print(f"---- operator log ({' '.join(operator.argv)}), exit code {code} ----\n{operator.log()}")
+
+
+@pytest.fixture
+def metastore_db(scratch_mariadb: str) -> Iterator[str]:  # noqa: F811
+    """A scratch MariaDB database reached as a user of its own, whose password is like no other string in the
+    test (so finding it in an object, a status or a log means a leak). The URL carries user and password."""
+    url = sa.make_url(scratch_mariadb)
+    user, password = unique_name("hc_op"), f"pw-{uuid.uuid4().hex}"
+    hosts = ("localhost", "127.0.0.1", "%")
+    admin = sa.create_engine(scratch_mariadb)
+    with admin.begin() as conn:
+        for host in hosts:
+            conn.execute(sa.text(f"CREATE USER '{user}'@'{host}' IDENTIFIED BY '{password}'"))
+            conn.execute(sa.text(f"GRANT ALL PRIVILEGES ON `{url.database}`.* TO '{user}'@'{host}'"))
+    yield url.set(username=user, password=password).render_as_string(hide_password=False)
+    with admin.begin() as conn:
+        for host in hosts:
+            conn.execute(sa.text(f"DROP USER IF EXISTS '{user}'@'{host}'"))
+    admin.dispose()

@@ -97,7 +97,7 @@ def versions(kubectl: Client, namespace: str, kinds: str) -> dict[str, str]:
 def test_crds_are_established_with_their_printer_columns(kubectl: Client, crds: None, namespace: str) -> None:
     kubectl("apply", "-n", namespace, "-f", str(EXAMPLES_DIR / "hivecatalog-dev-derby.yaml"))
     table = kubectl("get", "-n", namespace, "hivecatalogs").stdout.splitlines()
-    assert table[0].split() == ["NAME", "MODE", "PHASE", "READY", "AGE"]
+    assert table[0].split() == ["NAME", "MODE", "PHASE", "READY", "ENDPOINT", "AGE"]
     for kind, crd in CRDS.items():
         served = kubectl.json("get", "crd", crd["metadata"]["name"])
         established = [c for c in served["status"]["conditions"] if c["type"] == "Established"]

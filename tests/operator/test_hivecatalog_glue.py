@@ -7,13 +7,11 @@ import json
 import time
 
 import pytest
-import yaml
 from kube.clients import Client
 
 from conftest import TIMINGS
+from support.kube_resources import GLUE_FACTORY, apply, aws_secret, children
 from support.services import MotoServer
-
-GLUE_FACTORY = "com.amazonaws.glue.catalog.metastore.AWSGlueDataCatalogHiveClientFactory"
 
 
 def glue_catalog(name: str, endpoint: str, region: str, *, location: str | None = "s3://lake/warehouse",
@@ -30,15 +28,6 @@ def glue_catalog(name: str, endpoint: str, region: str, *, location: str | None 
             "spec": {"configurations": configurations, "glue": glue}}
 
 
-def apply(kubectl: Client, namespace: str, *objects: dict) -> None:
-    kubectl("apply", "-n", namespace, "-f", "-", stdin=yaml.safe_dump_all(objects))
-
-
-def aws_secret(name: str = "aws") -> dict:
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
-            "stringData": {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}}
-
-
 def wait_condition(kubectl: Client, namespace: str, name: str, type_: str = "Ready", status: str = "True",
                    timeout: float = 60) -> dict:
     deadline = time.monotonic() + timeout
@@ -50,13 +39,6 @@ def wait_condition(kubectl: Client, namespace: str, name: str, type_: str = "Rea
                 return catalog
         time.sleep(0.1)
     raise AssertionError(f"{type_} never became {status}: {json.dumps(catalog.get('status'), indent=1)}")
-
-
-def children(kubectl: Client, namespace: str) -> dict[str, str]:
-    """kind/name → resourceVersion of everything hivecat made in the namespace."""
-    found = kubectl.json("get", "-n", namespace, "configmaps,services,deployments,jobs",
-                         "-l", "app.kubernetes.io/managed-by=hivecat")
-    return {f"{i['kind']}/{i['metadata']['name']}": i["metadata"]["resourceVersion"] for i in found["items"]}
 
 
 def test_glue_catalog_ready_without_a_metastore(kubectl: Client, namespace: str, run_operator,

@@ -16,13 +16,10 @@ import subprocess
 import sys
 import textwrap
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-import yaml
 from kube.clients import Client
 
 from conftest import TIMINGS
@@ -33,30 +30,11 @@ from hivecat.reconcile.schema import Init
 from hivecat.specs.hivecatalog import parse_hive_catalog
 from hivecat.workloads.metastore import metastore_config_map
 from hivecat.workloads.schema_job import schema_job
+from support.kube_resources import apply, children, condition, get, wait_for
 from support.hive_image import STANDIN_PORT_ENV, StandInImage
 from support.hive_metastores import HIVE3, HIVE4
-from support.services import mariadb_server, scratch_mariadb, unique_name  # noqa: F401  (fixtures)
 
 SECRET = "metastore-db"
-
-
-@pytest.fixture
-def metastore_db(scratch_mariadb: str) -> Iterator[str]:  # noqa: F811
-    """The scratch database, reached as a user of its own whose password is like no other string in the test
-    (so finding it in an object, a status or a log means a leak)."""
-    url = sa.make_url(scratch_mariadb)
-    user, password = unique_name("hc_op"), f"pw-{uuid.uuid4().hex}"
-    hosts = ("localhost", "127.0.0.1", "%")
-    admin = sa.create_engine(scratch_mariadb)
-    with admin.begin() as conn:
-        for host in hosts:
-            conn.execute(sa.text(f"CREATE USER '{user}'@'{host}' IDENTIFIED BY '{password}'"))
-            conn.execute(sa.text(f"GRANT ALL PRIVILEGES ON `{url.database}`.* TO '{user}'@'{host}'"))
-    yield url.set(username=user, password=password).render_as_string(hide_password=False)
-    with admin.begin() as conn:
-        for host in hosts:
-            conn.execute(sa.text(f"DROP USER IF EXISTS '{user}'@'{host}'"))
-    admin.dispose()
 
 
 def catalog(name: str, db_url: str, address: str, warehouse: str, hive_version: str = HIVE3.version) -> dict:
@@ -67,36 +45,6 @@ def catalog(name: str, db_url: str, address: str, warehouse: str, hive_version: 
                                   "name": url.database, "user": url.username,
                                   "passwordSecretRef": {"name": SECRET}},
                      "metastore": {"hiveVersion": hive_version, "warehouseDir": warehouse}}}
-
-
-def apply(kubectl: Client, namespace: str, *objects: dict) -> None:
-    kubectl("apply", "-n", namespace, "-f", "-", stdin=yaml.safe_dump_all(objects))
-
-
-def wait_for(what: str, probe, timeout: float = 90):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = probe()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def get(kubectl: Client, namespace: str, *what: str) -> dict | None:
-    done = kubectl("get", "-n", namespace, *what, "-o", "json", check=False)
-    return json.loads(done.stdout) if done.returncode == 0 else None
-
-
-def condition(kubectl: Client, namespace: str, name: str, type_: str) -> dict:
-    status = (get(kubectl, namespace, "hivecatalog", name) or {}).get("status") or {}
-    return next((c for c in status.get("conditions") or () if c["type"] == type_), {})
-
-
-def children(kubectl: Client, namespace: str) -> dict[str, str]:
-    found = kubectl.json("get", "-n", namespace, "configmaps,services,deployments,jobs",
-                         "-l", "app.kubernetes.io/managed-by=hivecat")
-    return {f"{i['kind']}/{i['metadata']['name']}": i["metadata"]["resourceVersion"] for i in found["items"]}
 
 
 SPARK_CLIENT = textwrap.dedent("""

@@ -172,7 +172,8 @@ def test_glue_ready_deploys_nothing_and_publishes_the_client_config() -> None:
     ports = FakePorts()
     outcome = run(glue(), ports)
     assert ports.made() == [("ConfigMap", "sales-client"), ("ConfigMap", "sales")]
-    assert set(ports.deleted) == {("Deployment", "sales-metastore"), ("Service", "sales-metastore")}
+    assert set(ports.deleted) == {("Deployment", "sales-metastore"), ("Service", "sales-metastore"),
+                                 ("ConfigMap", "sales-metastore-config")}
     assert conditions(outcome) == {"Ready": ("True", "Ready"), "BackendReachable": ("True", "Reachable")}
     assert outcome.phase == "Ready" and outcome.mode == "Glue" and outcome.endpoint == ""
     assert outcome.client_config_map == "sales-client" and outcome.retry_after is None
@@ -441,11 +442,19 @@ def test_confirmed_switch_thrift_to_glue_removes_the_metastore_not_its_database(
     ports = FakePorts()
     run(thrift(), ports)
     outcome = run(glue(confirm=True), ports, previous="Thrift")
-    assert set(ports.deleted) == {("Deployment", "sales-metastore"), ("Service", "sales-metastore")}
+    assert set(ports.deleted) == {("Deployment", "sales-metastore"), ("Service", "sales-metastore"),
+                                 ("ConfigMap", "sales-metastore-config")}
     assert [e.reason for e in outcome.events] == ["ModeSwitched", "MetastoreRemoved"]
     assert outcome.mode == "Glue" and outcome.phase == "Ready" and outcome.endpoint == ""
     assert "SchemaReady" not in conditions(outcome)  # no longer applies: dropped by the merge
     assert "probe_sql" not in ports.calls[ports.calls.index("probe_glue"):]
+
+
+def test_a_glue_catalog_that_was_glue_makes_no_delete_calls() -> None:
+    ports = FakePorts()
+    outcome = run(glue(), ports, previous="Glue")
+    assert ports.deleted == [] and "delete" not in ports.calls
+    assert outcome.phase == "Ready" and outcome.events == []
 
 
 def test_confirmed_switch_failing_its_checks_keeps_the_old_mode() -> None:

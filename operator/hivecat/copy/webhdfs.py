@@ -25,7 +25,7 @@ import queue
 import threading
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote, urlparse
+from urllib.parse import quote
 
 import pyarrow as pa
 import requests

@@ -1,7 +1,8 @@
 """HiveCatalog handlers: parse the spec, run one reconcile pass (reconcile/hivecatalog.py), patch status.
 
 Three ways in, one pass: the resource's create/update/resume events, and a daemon that re-checks the
-backends (`HIVECAT_RECHECK_SECONDS`) and comes back sooner while a schema Job or rollout is in progress.
+backends (`HIVECAT_RECHECK_SECONDS`), comes back sooner while a schema Job or rollout is in progress, and runs
+a pass at once when the confirm-mode-switch or metastore-address annotation changes (kopf does not see those).
 A per-catalog lock keeps the daemon and the event handlers from running passes side by side.
 """
 
@@ -16,19 +17,21 @@ import kopf
 
 from hivecat import k8s
 from hivecat.config import config
-from hivecat.kinds import CLUSTER_STORAGE, GROUP, HIVE_CATALOG, TABLE_REPLICA, VERSION
+from hivecat.kinds import (ANNOTATION_CONFIRM_MODE_SWITCH, ANNOTATION_METASTORE_ADDRESS, CLUSTER_STORAGE, GROUP,
+                           HIVE_CATALOG, TABLE_REPLICA, VERSION)
 from hivecat.handlers.ports import LivePorts
 from hivecat.reconcile.conditions import Condition, merge
 from hivecat.reconcile.hivecatalog import READY, Outcome, Pass, previous_mode
 from hivecat.reconcile.policy import WorkloadPolicy
 from hivecat.specs.hivecatalog import SpecInvalid, parse_hive_catalog
 
-TICK = 1.0  # the re-check daemon's beat; a pass runs only when one is due (memo['next_pass'])
+TICK = 0.5  # the re-check daemon's beat; a pass runs only when one is due (memo['next_pass'])
 
 
 def _pass(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, logger: logging.Logger) -> None:
     lock = memo.setdefault("lock", threading.Lock())
     with lock:
+        memo["annotations_seen"] = _watched(body)  # this pass sees them as they are
         settings = config()
         status = dict(body.get("status") or {})
         try:
@@ -43,7 +46,13 @@ def _pass(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, logger: logging.L
                 return
             policy = WorkloadPolicy.from_lists(settings.allowed_images, settings.allowed_service_accounts)
             named_image = ((body.spec.get("metastore") or {}).get("image")) or None
-            outcome = Pass(spec, previous_mode(status), LivePorts(body, spec), policy, named_image=named_image).run()
+            try:
+                outcome = Pass(spec, previous_mode(status), LivePorts(body, spec), policy,
+                               named_image=named_image).run()
+            except k8s.NamespaceTerminating:  # everything here goes with the namespace: nothing to do
+                logger.debug("namespace %s is being deleted; no pass", spec.namespace)
+                memo["next_pass"] = time.monotonic() + settings.recheck_seconds
+                return
         _write_status(body, patch, status, outcome)
         for event in outcome.events:
             kopf.event(body, type=event.type, reason=event.reason, message=event.message)
@@ -60,11 +69,36 @@ def _write_status(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], ou
     patch.status["phase"] = outcome.phase
     if outcome.mode:
         patch.status["mode"] = outcome.mode
-    patch.status["endpoint"] = outcome.endpoint
-    patch.status["clientConfigMap"] = outcome.client_config_map
+    if outcome.client_config_map:
+        # Only a pass that got as far as publishing the client configuration says where clients go; one that
+        # stopped earlier (a refused mode switch, a Secret gone missing) changed no child, so the endpoint and
+        # ConfigMap the status names are still the ones clients use.
+        patch.status["endpoint"] = outcome.endpoint
+        patch.status["clientConfigMap"] = outcome.client_config_map
     if outcome.schema_version is not None:
         patch.status["schemaVersion"] = outcome.schema_version
     patch.status["conditions"] = merge(status.get("conditions"), outcome.conditions, generation=generation)
+
+
+# kopf leaves every `hivecatalog.io/...` annotation out of the essence it diffs: its progress storage uses that
+# prefix (handlers/__init__.py) and clears the prefix's annotations from the essence, field handlers included.
+# So a change of one of ours alone (the mode-switch confirmation, the metastore address) is no update for kopf,
+# and the pass it calls for would wait for the next re-check. The daemon watches them on kopf's live body:
+# when only such an annotation changed (the spec was handled: observedGeneration is current), a pass is due
+# now. When the spec changed too, `reconcile` runs anyway, with the annotations as they are.
+WATCHED_ANNOTATIONS = (ANNOTATION_CONFIRM_MODE_SWITCH, ANNOTATION_METASTORE_ADDRESS)
+
+
+def _watched(body: kopf.Body) -> tuple[str | None, ...]:
+    annotations = body.meta.annotations or {}
+    return tuple(annotations.get(key) for key in WATCHED_ANNOTATIONS)
+
+
+def _annotations_changed(body: kopf.Body, memo: kopf.Memo) -> bool:
+    seen = _watched(body)
+    before = memo.get("annotations_seen", seen)
+    memo["annotations_seen"] = seen
+    return seen != before and (body.get("status") or {}).get("observedGeneration") == body.meta.get("generation")
 
 
 @kopf.on.resume(GROUP, VERSION, HIVE_CATALOG.plural)
@@ -74,14 +108,19 @@ def reconcile(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, logger: loggi
     _pass(body, memo, patch, logger)
 
 
-@kopf.daemon(GROUP, VERSION, HIVE_CATALOG.plural, cancellation_timeout=10)
+# cancellation_backoff: ask the daemon to stop and look again after TICK, when its wait has returned. Without it
+# kopf goes straight to cancelling, which a thread cannot honour, and checks again only after the timeout, so
+# every deletion waited 10 s for a daemon that had exited within a second.
+@kopf.daemon(GROUP, VERSION, HIVE_CATALOG.plural, cancellation_backoff=TICK, cancellation_timeout=10)
 def recheck(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, logger: logging.Logger,
             **_: Any) -> None:
     """Re-check each catalog when its pass is due: soon while a Job or rollout runs, else every
     HIVECAT_RECHECK_SECONDS. A daemon rather than a timer: a timer's `when` filter is re-evaluated only on the
     resource's own events, and an unfiltered one-second timer would log every tick. `body` is kopf's live view."""
     while not stopped.wait(TICK):
-        if time.monotonic() < memo.get("next_pass", 0.0) or body.meta.get("deletionTimestamp"):
+        if body.meta.get("deletionTimestamp"):
+            continue
+        if not _annotations_changed(body, memo) and time.monotonic() < memo.get("next_pass", 0.0):
             continue
         patch = kopf.Patch()
         _pass(body, memo, patch, logger)
@@ -110,6 +149,6 @@ def release(body: kopf.Body, name: str, namespace: str, patch: kopf.Patch, logge
         others = [c for c in status.get("conditions") or () if c.get("type") != READY]
         patch.status["conditions"] = others + merge(status.get("conditions"), [held],
                                                     generation=body.meta.get("generation"))
-        patch.status["phase"] = "Terminating"
+        patch.status["phase"] = "Deleting"  # as the CRD documents the phases
         raise kopf.TemporaryError(message, delay=10)
     logger.info("HiveCatalog %s/%s released; its database and Secrets are kept", namespace, name)

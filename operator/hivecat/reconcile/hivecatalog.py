@@ -34,7 +34,8 @@ from hivecat.specs.hivecatalog import HiveCatalogSpec
 from hivecat.workloads.client_config import client_config_map
 from hivecat.workloads.discovery import discovery_config_map
 from hivecat.workloads.metastore import (
-    config_hash, metastore_config_map, metastore_deployment, metastore_endpoint, metastore_name, metastore_service)
+    config_hash, metastore_config_map, metastore_config_map_name, metastore_deployment, metastore_endpoint,
+    metastore_name, metastore_service)
 from hivecat.workloads.schema_job import schema_job
 
 READY, SCHEMA_READY, REACHABLE, MODE_WARNING = "Ready", "SchemaReady", "BackendReachable", "Warning"
@@ -232,11 +233,16 @@ class Pass:
 
     # -- Thrift metastore -----------------------------------------------------------------------------------
     def _no_metastore(self) -> bool:
-        """Glue only: the metastore's Deployment and Service go (never its database)."""
+        """Glue only: the metastore's Deployment, Service and server ConfigMap go (never its database).
+        Only a catalog that ran a metastore (or whose last mode is unknown) has them: a Glue catalog's
+        steady re-checks make no delete calls."""
+        if self.previous_mode == GLUE:
+            return True
         removed = False
         name = metastore_name(self.spec)
-        for api, kind in (("apps/v1", "Deployment"), ("v1", "Service")):
-            removed |= self.ports.delete(api, kind, name)
+        for api, kind, object_ in (("apps/v1", "Deployment", name), ("v1", "Service", name),
+                                   ("v1", "ConfigMap", metastore_config_map_name(self.spec))):
+            removed |= self.ports.delete(api, kind, object_)
         if removed:
             self.out.events.append(Event("Normal", "MetastoreRemoved",
                                          f"metastore Deployment and Service {name} removed; its database is kept"))
