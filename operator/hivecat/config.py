@@ -16,6 +16,7 @@ APP_NAME = "hivecat"
 # The metastore image of a HiveCatalog that names none: always allowed, whatever the image allow-list says.
 DEFAULT_METASTORE_IMAGE = "apache/hive:3.1.3"
 DEFAULT_RECHECK_SECONDS = 60.0
+DEFAULT_DRIFT_SCAN_SECONDS = 1800.0  # a ClusterStorage's drift scan interval when its spec names none
 
 
 @dataclass(frozen=True)
@@ -30,17 +31,24 @@ class OperatorConfig:
     metastore_image: str = DEFAULT_METASTORE_IMAGE  # HIVECAT_METASTORE_IMAGE
     # HIVECAT_RECHECK_SECONDS: how often a catalog's backends are re-checked (database, metastore, Glue)
     recheck_seconds: float = DEFAULT_RECHECK_SECONDS
+    # HIVECAT_DRIFT_SCAN_SECONDS: how often each ClusterStorage scans its catalog for drift (jittered ±10%)
+    drift_scan_seconds: float = DEFAULT_DRIFT_SCAN_SECONDS
+    # HIVECAT_JOURNAL_SCHEMA: the database (MySQL) or schema (PostgreSQL) on a SQL catalog's own server that
+    # holds its relocation journal; the catalog's database user needs rights there.
+    journal_schema: str = "hivecat"
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] = os.environ) -> "OperatorConfig":
         return cls(
             state_dir=_state_home(environ) / APP_NAME,
             journal_url=environ.get("HIVECAT_JOURNAL_URL") or None,
+            journal_schema=environ.get("HIVECAT_JOURNAL_SCHEMA", "").strip() or "hivecat",
             pod_namespace=environ.get("POD_NAMESPACE") or None,
             allowed_images=_list(environ.get("HIVECAT_ALLOWED_IMAGES", "")),
             allowed_service_accounts=_list(environ.get("HIVECAT_ALLOWED_SERVICE_ACCOUNTS", "")),
             metastore_image=environ.get("HIVECAT_METASTORE_IMAGE", "").strip() or DEFAULT_METASTORE_IMAGE,
             recheck_seconds=_seconds(environ.get("HIVECAT_RECHECK_SECONDS", ""), DEFAULT_RECHECK_SECONDS),
+            drift_scan_seconds=_seconds(environ.get("HIVECAT_DRIFT_SCAN_SECONDS", ""), DEFAULT_DRIFT_SCAN_SECONDS),
         )
 
 

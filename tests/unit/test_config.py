@@ -67,3 +67,12 @@ def test_metastore_image_from_the_environment_with_a_default() -> None:
         "apache/hive:3.1.3")
     cfg = OperatorConfig.from_environ({"HOME": "/h", "HIVECAT_METASTORE_IMAGE": " registry.example.com/hive:4.0.1 "})
     assert cfg.metastore_image == "registry.example.com/hive:4.0.1"
+
+
+def test_drift_and_journal_settings() -> None:
+    cfg = OperatorConfig.from_environ({"HOME": "/home/op", "HIVECAT_DRIFT_SCAN_SECONDS": "600",
+                                       "HIVECAT_JOURNAL_SCHEMA": "hms_journal"})
+    assert (cfg.drift_scan_seconds, cfg.journal_schema) == (600.0, "hms_journal")
+    unset = OperatorConfig.from_environ({"HOME": "/home/op", "HIVECAT_DRIFT_SCAN_SECONDS": "soon",
+                                         "HIVECAT_JOURNAL_SCHEMA": " "})
+    assert (unset.drift_scan_seconds, unset.journal_schema) == (1800.0, "hivecat")

@@ -38,11 +38,14 @@ class JournalSettings:
 
 
 def open_catalog(target: CatalogTarget, *, password: str | None = None,
-                 journal: JournalSettings = JournalSettings()) -> Catalog:
+                 journal: JournalSettings = JournalSettings(),
+                 glue_credentials: tuple[str, str] | None = None) -> Catalog:
+    """glue_credentials: (access key id, secret access key) from a Secret; None: boto3's usual chain (env,
+    web identity for IRSA, instance role)."""
     if isinstance(target, SqlTarget):
         return _open_sql(target, password, journal)
     if isinstance(target, GlueTarget):
-        return _open_glue(target, journal)
+        return _open_glue(target, journal, glue_credentials)
     if isinstance(target, ThriftTarget):
         return _open_thrift(target, journal)
     raise TypeError(f"not a catalog target: {target!r}")
@@ -91,13 +94,17 @@ def first_line(error: BaseException | None) -> str:
     return lines[0] if lines else type(error).__name__
 
 
-def _open_glue(target: GlueTarget, journal: JournalSettings) -> Catalog:
+def _open_glue(target: GlueTarget, journal: JournalSettings, credentials: tuple[str, str] | None) -> Catalog:
     from botocore.exceptions import BotoCoreError, ClientError
 
     from hivecat.catalog.glue import GlueCatalog
+    from hivecat.catalog.glue.defaults import glue_client
 
+    # Keys from a Secret need a session of their own; without them, boto3's default client as the CLI had.
+    client = glue_client(target.region, target.endpoint, *credentials) if credentials else None
     catalog = GlueCatalog(target.region, catalog_id=target.catalog_id, endpoint_url=target.endpoint,
-                          journal_url=journal.url, segments=target.segments, functions=target.functions)
+                          journal_url=journal.url, segments=target.segments, functions=target.functions,
+                          client=client)
     try:  # one cheap call, so an unreachable endpoint or missing credentials fail here, not mid-run
         catalog.client.get_databases(MaxResults=1, **({"CatalogId": target.catalog_id} if target.catalog_id
                                                       else {}))

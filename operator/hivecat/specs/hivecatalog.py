@@ -16,6 +16,7 @@ from hivecat.kinds import ANNOTATION_CONFIRM_MODE_SWITCH
 # the two is imported first, the other may still be half-initialized here; its names are read at call time.
 from hivecat.reconcile import mode as mode_rule
 from hivecat.specs.errors import SpecInvalid
+from hivecat.specs.fields import flag, mapping, opt_str, whole
 
 __all__ = ["DatabaseSpec", "GlueCredentialsRef", "GlueSpec", "HiveCatalogSpec", "MetastoreSpec", "SecretKeyRef",
            "SpecInvalid", "parse_hive_catalog"]
@@ -73,6 +74,7 @@ class GlueSpec:
     credentials: GlueCredentialsRef | None
     role_arn: str | None
     default_database_location: str | None
+    functions: bool = True  # relocations also rewrite user-defined functions' resource URIs
 
 
 @dataclass(frozen=True)
@@ -107,11 +109,11 @@ class HiveCatalogSpec:
 def parse_hive_catalog(body: Mapping[str, Any], *, default_image: str) -> HiveCatalogSpec:
     """The typed spec of a HiveCatalog body, or SpecInvalid naming the first problem."""
     meta = body.get("metadata") or {}
-    spec = _mapping(body.get("spec"), "spec")
+    spec = mapping(body.get("spec"), "spec")
     configurations = _configurations(spec.get("configurations"))
-    explicit_mode = _opt_str(spec, "mode", "spec")
+    explicit_mode = opt_str(spec, "mode", "spec")
     choice = mode_rule.derive_mode(configurations, explicit_mode)
-    metastore = _metastore(_mapping(spec.get("metastore"), "spec.metastore"), default_image)
+    metastore = _metastore(mapping(spec.get("metastore"), "spec.metastore"), default_image)
     database = _database(spec["database"]) if spec.get("database") is not None else None
     glue = _glue(spec["glue"]) if spec.get("glue") is not None else None
     runs_metastore = choice.mode in (mode_rule.THRIFT, mode_rule.HYBRID)
@@ -131,7 +133,7 @@ def parse_hive_catalog(body: Mapping[str, Any], *, default_image: str) -> HiveCa
         namespace=str(meta.get("namespace") or "default"),  # where kubectl puts a CR without one
         uid=str(meta.get("uid") or ""),
         generation=int(meta.get("generation") or 0),
-        suspend=_bool(spec, "suspend", "spec", False),
+        suspend=flag(spec, "suspend", "spec", False),
         explicit_mode=explicit_mode,
         mode=choice.mode,
         spark_side_completed=choice.spark_side_completed,
@@ -150,7 +152,7 @@ def _configurations(items: Any) -> dict[str, dict[str, str]]:
         raise SpecInvalid("InvalidField", "spec.configurations must be a list of classifications")
     found: dict[str, dict[str, str]] = {}
     for item in items:
-        item = _mapping(item, "spec.configurations[]")
+        item = mapping(item, "spec.configurations[]")
         classification = item.get("classification")
         if classification not in mode_rule.CLASSIFICATIONS:
             raise SpecInvalid("UnknownClassification",
@@ -159,7 +161,7 @@ def _configurations(items: Any) -> dict[str, dict[str, str]]:
         if classification in found:
             raise SpecInvalid("DuplicateClassification", f"spec.configurations lists {classification} twice; "
                                                          "merge its properties into one entry")
-        properties = _mapping(item.get("properties"), f"spec.configurations[{classification}].properties")
+        properties = mapping(item.get("properties"), f"spec.configurations[{classification}].properties")
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items()):
             raise SpecInvalid("InvalidField", f"the properties of classification {classification} must be "
                                               "strings; quote numbers and booleans in YAML")
@@ -176,20 +178,20 @@ def _configurations(items: Any) -> dict[str, dict[str, str]]:
 
 def _metastore(raw: Mapping[str, Any], default_image: str) -> MetastoreSpec:
     where = "spec.metastore"
-    image = _opt_str(raw, "image", where) or default_image
-    pull = _opt_str(raw, "imagePullPolicy", where)
+    image = opt_str(raw, "image", where) or default_image
+    pull = opt_str(raw, "imagePullPolicy", where)
     if pull is not None and pull not in PULL_POLICIES:
         raise SpecInvalid("InvalidField", f"{where}.imagePullPolicy must be one of {', '.join(PULL_POLICIES)}")
-    replicas = _int(raw, "replicas", where, 1, 0, 32)
-    warehouse = _opt_str(raw, "warehouseDir", where)
+    replicas = whole(raw, "replicas", where, 1, 0, 32)
+    warehouse = opt_str(raw, "warehouseDir", where)
     if warehouse is not None and not _URI.fullmatch(warehouse):
         raise SpecInvalid("InvalidField", f"{where}.warehouseDir must be a full URI with a scheme, e.g. "
                                           "hdfs://namenode:8020/user/hive/warehouse")
-    hive_version = (_opt_str(raw, "hiveVersion", where) or DEFAULT_HIVE_VERSION).strip()
+    hive_version = (opt_str(raw, "hiveVersion", where) or DEFAULT_HIVE_VERSION).strip()
     if not HIVE_VERSION.fullmatch(hive_version):
         raise SpecInvalid("InvalidHiveVersion", f"{where}.hiveVersion {hive_version!r} is not a Hive release "
                                                 "such as 3.1.3 or 4.0.1; set it to the Hive the image runs")
-    hive_home = _opt_str(raw, "hiveHome", where) or DEFAULT_HIVE_HOME
+    hive_home = opt_str(raw, "hiveHome", where) or DEFAULT_HIVE_HOME
     if not HIVE_HOME.fullmatch(hive_home):
         raise SpecInvalid("InvalidField", f"{where}.hiveHome must be an absolute path of letters, digits, "
                                           "dots, dashes, underscores and slashes, e.g. /opt/hive")
@@ -197,9 +199,9 @@ def _metastore(raw: Mapping[str, Any], default_image: str) -> MetastoreSpec:
         image=image,
         image_pull_policy=pull,
         replicas=replicas,
-        resources=copy.deepcopy(dict(_mapping(raw.get("resources"), f"{where}.resources"))),
+        resources=copy.deepcopy(dict(mapping(raw.get("resources"), f"{where}.resources"))),
         warehouse_dir=warehouse,
-        port=_int(raw, "port", where, DEFAULT_METASTORE_PORT, 1, 65535),
+        port=whole(raw, "port", where, DEFAULT_METASTORE_PORT, 1, 65535),
         hive_version=hive_version,
         hive_home=hive_home.rstrip("/") or "/",
     )
@@ -207,33 +209,33 @@ def _metastore(raw: Mapping[str, Any], default_image: str) -> MetastoreSpec:
 
 def _database(value: Any) -> DatabaseSpec:
     where = "spec.database"
-    raw = _mapping(value, where)
+    raw = mapping(value, where)
     kind = raw.get("type")
     if kind not in DIALECTS:
         raise SpecInvalid("InvalidField", f"{where}.type must be one of {', '.join(DIALECTS)}")
     if kind == "derby":
         return DatabaseSpec("derby", None, 0, None, None, None)
-    host, name, user = (_opt_str(raw, field, where) for field in ("host", "name", "user"))
+    host, name, user = (opt_str(raw, field, where) for field in ("host", "name", "user"))
     ref = raw.get("passwordSecretRef")
     if not (host and name and user and ref):
         raise SpecInvalid("DatabaseIncomplete", f"a {kind} database needs {where}.host, name, user and "
                                                 "passwordSecretRef")
-    ref = _mapping(ref, f"{where}.passwordSecretRef")
+    ref = mapping(ref, f"{where}.passwordSecretRef")
     password = SecretKeyRef(_ref_name(ref, f"{where}.passwordSecretRef"),
                             _key(ref, "key", f"{where}.passwordSecretRef", DEFAULT_PASSWORD_KEY))
-    return DatabaseSpec(kind, host, _int(raw, "port", where, DEFAULT_PORTS[kind], 1, 65535), name, user, password)
+    return DatabaseSpec(kind, host, whole(raw, "port", where, DEFAULT_PORTS[kind], 1, 65535), name, user, password)
 
 
 def _glue(value: Any) -> GlueSpec:
     where = "spec.glue"
-    raw = _mapping(value, where)
-    region = _opt_str(raw, "region", where)
+    raw = mapping(value, where)
+    region = opt_str(raw, "region", where)
     if not region:
         raise SpecInvalid("GlueMissing", f"{where}.region is required, e.g. eu-west-1")
-    role_arn = _opt_str(raw, "roleArn", where)
+    role_arn = opt_str(raw, "roleArn", where)
     credentials = None
     if raw.get("credentialsSecretRef") is not None:
-        ref = _mapping(raw["credentialsSecretRef"], f"{where}.credentialsSecretRef")
+        ref = mapping(raw["credentialsSecretRef"], f"{where}.credentialsSecretRef")
         if role_arn:
             raise SpecInvalid("GlueCredentialsConflict", f"{where}.credentialsSecretRef and roleArn exclude each "
                                                          "other: keep the one the catalog should use")
@@ -241,57 +243,21 @@ def _glue(value: Any) -> GlueSpec:
             _ref_name(ref, f"{where}.credentialsSecretRef"),
             _key(ref, "accessKeyIdKey", f"{where}.credentialsSecretRef", DEFAULT_ACCESS_KEY_ID_KEY),
             _key(ref, "secretAccessKeyKey", f"{where}.credentialsSecretRef", DEFAULT_SECRET_ACCESS_KEY_KEY))
-    return GlueSpec(region=region, catalog_id=_opt_str(raw, "catalogId", where),
-                    endpoint=_opt_str(raw, "endpoint", where), credentials=credentials, role_arn=role_arn,
-                    default_database_location=_opt_str(raw, "defaultDatabaseLocation", where))
-
-
-# --- typed reads: a wrong type is a SpecInvalid("InvalidField"), never a TypeError in the handler -----------
-
-def _mapping(value: Any, where: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise SpecInvalid("InvalidField", f"{where} must be an object")
-    return value
-
-
-def _opt_str(raw: Mapping[str, Any], field: str, where: str) -> str | None:
-    value = raw.get(field)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise SpecInvalid("InvalidField", f"{where}.{field} must be a string (quote it in YAML)")
-    return value
-
-
-def _int(raw: Mapping[str, Any], field: str, where: str, default: int, low: int, high: int) -> int:
-    value = raw.get(field)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise SpecInvalid("InvalidField", f"{where}.{field} must be a whole number from {low} to {high}")
-    return value
-
-
-def _bool(raw: Mapping[str, Any], field: str, where: str, default: bool) -> bool:
-    value = raw.get(field)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise SpecInvalid("InvalidField", f"{where}.{field} must be true or false")
-    return value
+    return GlueSpec(region=region, catalog_id=opt_str(raw, "catalogId", where),
+                    endpoint=opt_str(raw, "endpoint", where), credentials=credentials, role_arn=role_arn,
+                    default_database_location=opt_str(raw, "defaultDatabaseLocation", where),
+                    functions=flag(raw, "relocateFunctions", where, True))
 
 
 def _ref_name(ref: Mapping[str, Any], where: str) -> str:
-    name = _opt_str(ref, "name", where)
+    name = opt_str(ref, "name", where)
     if not name:
         raise SpecInvalid("InvalidField", f"{where}.name is required: the Secret in the catalog's namespace")
     return name
 
 
 def _key(ref: Mapping[str, Any], field: str, where: str, default: str) -> str:
-    key = _opt_str(ref, field, where) or default
+    key = opt_str(ref, field, where) or default
     if not _KEY.fullmatch(key):
         raise SpecInvalid("InvalidField", f"{where}.{field} must be a Secret key (letters, digits, '-', '_', '.')")
     return key

@@ -1,0 +1,313 @@
+"""ClusterStorage handlers: keep each catalog's cluster registry, scan for "Wrong FS" drift, repair it.
+
+Registration runs on the resource's create/update/resume and delete, and again from the daemon whenever the
+set of ClusterStorages of the same catalog changed (a kopf index holds them), so a cluster refused because
+another claimed its filesystem is taken as soon as that other one goes. One lock per catalog: two
+ClusterStorages of one catalog never write its registry side by side.
+
+Drift scans (and repairs) run in the daemon's own thread, never in the event loop: on a spec change, on the
+`hivecatalog.io/sync-now` annotation, and every scan interval with jitter.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+import kopf
+
+from hivecat import k8s
+from hivecat.catalog.base import Catalog
+from hivecat.catalog.connect import JournalSettings, open_catalog
+from hivecat.config import config
+from hivecat.kinds import (ANNOTATION_METASTORE_ADDRESS, ANNOTATION_SYNC_NOW, CLUSTER_STORAGE, GROUP, HIVE_CATALOG,
+                           TABLE_REPLICA, VERSION)
+from hivecat.reconcile.clusterstorage import (
+    DRIFTED, READY, Backend, backends_of, register, registration_of, scan_pass)
+from hivecat.reconcile.conditions import Condition, find, merge
+from hivecat.reconcile.drift import next_scan_due
+from hivecat.reconcile.registry import ClusterEntry, cluster_entry
+from hivecat.specs.clusterstorage import parse_cluster_storage, previous_filesystems
+from hivecat.specs.errors import SpecInvalid
+from hivecat.specs.hivecatalog import parse_hive_catalog
+from hivecat.workloads.registry import REGISTRY_KEY, registry_config_map, registry_config_map_name
+
+TICK = 0.5  # the daemon's beat: cheap checks of the index and the schedule
+CATALOG_RETRY = 5.0  # seconds between registration attempts while the catalog is missing
+LOCKED_RETRY = 30.0  # seconds before a scan that met another relocation's lock runs again
+_catalog_locks: dict[tuple[str, str], threading.Lock] = {}
+_catalog_locks_guard = threading.Lock()
+
+
+def _catalog_lock(namespace: str, catalog: str) -> threading.Lock:
+    with _catalog_locks_guard:
+        return _catalog_locks.setdefault((namespace, catalog), threading.Lock())
+
+
+# --- indexes -----------------------------------------------------------------------------------------------
+
+@kopf.index(GROUP, VERSION, CLUSTER_STORAGE.plural)
+def storages_by_catalog(namespace: str, name: str, spec: kopf.Spec, status: kopf.Status, meta: kopf.Meta,
+                        **_: Any) -> dict[tuple[str, str], dict[str, Any]]:
+    """(namespace, catalog) → what registration needs of each ClusterStorage (a plain copy)."""
+    catalog = (spec.get("catalogRef") or {}).get("name") or ""
+    return {(namespace, catalog): {
+        "metadata": {"name": name, "namespace": namespace, "creationTimestamp": meta.get("creationTimestamp"),
+                     "deletionTimestamp": meta.get("deletionTimestamp")},
+        "spec": dict(spec), "status": {k: status.get(k) for k in ("filesystem", "previousFilesystems")}}}
+
+
+@kopf.index(GROUP, VERSION, TABLE_REPLICA.plural)
+def replicas_by_storage(namespace: str, name: str, spec: kopf.Spec, **_: Any) -> dict[tuple[str, str], str]:
+    """(namespace, ClusterStorage) → the TableReplicas that copy from or to it."""
+    clusters = {spec.get("primary"), spec.get("active"), *(spec.get("secondaries") or ())}
+    return {(namespace, cluster): name for cluster in clusters if cluster}
+
+
+# --- registration ------------------------------------------------------------------------------------------
+
+class LiveStoragePorts:
+    """The registry ConfigMap (owned by the HiveCatalog) and the catalog's backends."""
+
+    def __init__(self, namespace: str, catalog_body: Mapping[str, Any] | None) -> None:
+        self.namespace, self.catalog_body = namespace, catalog_body
+
+    def registry_document(self, catalog: str) -> str | None:
+        found = k8s.get("v1", "ConfigMap", self.namespace, registry_config_map_name(catalog))
+        return ((found or {}).get("data") or {}).get(REGISTRY_KEY)
+
+    def write_registry(self, catalog: str, document: str) -> None:
+        assert self.catalog_body is not None
+        manifest = registry_config_map(catalog, self.namespace, document)
+        kopf.adopt(manifest, owner=self.catalog_body)  # goes with the catalog
+        k8s.apply(manifest)
+
+    def open(self, backend: Backend) -> Catalog:
+        settings = config()
+        password = glue = None
+        if backend.password is not None:
+            password = k8s.read_secret(self.namespace, backend.password.name, backend.password.key).value
+        if backend.glue_credentials is not None:
+            ref = backend.glue_credentials
+            glue = (k8s.read_secret(self.namespace, ref.name, ref.access_key_id_key).value,
+                    k8s.read_secret(self.namespace, ref.name, ref.secret_access_key_key).value)
+        journal = JournalSettings(schema=settings.journal_schema, url=settings.journal_url)
+        return open_catalog(backend.target, password=password, journal=journal, glue_credentials=glue)
+
+
+def _members(bodies: Iterable[Mapping[str, Any]], own: str, own_previous: tuple[str, ...]) -> list[ClusterEntry]:
+    """The ClusterStorages of one catalog whose specs parse, oldest first, as registry entries. One being
+    deleted stays until its delete handler lets it go (a TableReplica may still hold it)."""
+    settings = config()
+    live = list(bodies)
+    live.sort(key=lambda b: (b["metadata"].get("creationTimestamp") or "", b["metadata"]["name"]))
+    members = []
+    for body in live:
+        try:
+            spec = parse_cluster_storage(body, default_scan_interval=settings.drift_scan_seconds)
+        except SpecInvalid:
+            continue
+        name = body["metadata"]["name"]
+        previous = own_previous if name == own else previous_filesystems(spec, body.get("status") or {})
+        members.append(cluster_entry(spec, previous))
+    return members
+
+
+def _registration(body: kopf.Body, index: kopf.Index, *, leaving: bool = False) -> dict[str, Any]:
+    """Register (or, leaving, unregister) this ClusterStorage; returns the status to write."""
+    namespace, name = body.meta.namespace, body.meta.name
+    status = dict(body.get("status") or {})
+    settings = config()
+    out: dict[str, Any] = {"observedGeneration": body.meta.get("generation")}
+    try:
+        spec = parse_cluster_storage(body, default_scan_interval=settings.drift_scan_seconds)
+    except SpecInvalid as invalid:
+        out.update(phase="Invalid", conditions=_conditions(body, [Condition.of(READY, False, invalid.reason,
+                                                                                invalid.message)]))
+        return out
+    if spec.suspend and not leaving:
+        out["phase"] = "Suspended"
+        return out
+    catalog_body = k8s.get(HIVE_CATALOG.api_version, HIVE_CATALOG.kind, namespace, spec.catalog)
+    if catalog_body is None:
+        missing = Condition.of(READY, False, "CatalogNotFound",
+                               f"HiveCatalog {spec.catalog} does not exist in namespace {namespace}")
+        out.update(phase="Pending", conditions=_conditions(body, [missing]))
+        return out
+    if leaving and (catalog_body.get("metadata") or {}).get("deletionTimestamp"):
+        return out  # the registry goes with its catalog
+    previous = previous_filesystems(spec, status)
+    with _catalog_lock(namespace, spec.catalog):
+        bodies = [b for b in index.get((namespace, spec.catalog), ()) if not (leaving and
+                                                                             b["metadata"]["name"] == name)]
+        decision = register(spec.catalog, _members(bodies, name, previous), LiveStoragePorts(namespace, catalog_body))
+    if leaving:
+        return out
+    ready = registration_of(name, decision)
+    if ready.status == "True":
+        out["filesystem"], out["previousFilesystems"] = spec.filesystem, list(previous)
+    kept = [Condition(c["type"], c["status"], c.get("reason", ""), c.get("message", ""))
+            for c in status.get("conditions") or () if c.get("type") == DRIFTED]
+    out["conditions"] = _conditions(body, [ready, *kept])
+    if ready.status != "True":
+        out["phase"] = "Invalid"
+    elif status.get("phase") in (None, "Invalid", "Pending", "Suspended"):
+        out["phase"] = "Ready"
+    return out
+
+
+def _conditions(body: kopf.Body, conditions: list[Condition]) -> list[dict[str, Any]]:
+    return merge((body.get("status") or {}).get("conditions"), conditions, generation=body.meta.get("generation"))
+
+
+@kopf.on.resume(GROUP, VERSION, CLUSTER_STORAGE.plural)
+@kopf.on.create(GROUP, VERSION, CLUSTER_STORAGE.plural)
+@kopf.on.update(GROUP, VERSION, CLUSTER_STORAGE.plural)
+def reconcile(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, storages_by_catalog: kopf.Index,
+              **_: Any) -> None:
+    try:
+        patch.status.update(_registration(body, storages_by_catalog))
+    except k8s.NamespaceTerminating:
+        return  # it goes with its namespace
+    memo["scan_now"] = True  # a spec change (or a restart) is worth a fresh scan
+    memo["registered_members"] = _fingerprint(body, storages_by_catalog)
+
+
+@kopf.on.delete(GROUP, VERSION, CLUSTER_STORAGE.plural)
+def release(body: kopf.Body, name: str, namespace: str, patch: kopf.Patch, storages_by_catalog: kopf.Index,
+            replicas_by_storage: kopf.Index, logger: logging.Logger, **_: Any) -> None:
+    """Held while TableReplicas copy from or to this cluster; then it leaves the registry."""
+    replicas = sorted(set(replicas_by_storage.get((namespace, name), ())))
+    if replicas:
+        message = (f"still used by TableReplica {', '.join(replicas)}: delete them or take this cluster out "
+                   "of their spec first")
+        held = Condition.of(READY, False, "DeletionBlocked", message)
+        patch.status["conditions"] = _conditions(body, [held, *_drifted(body)])
+        patch.status["phase"] = "Deleting"
+        raise kopf.TemporaryError(message, delay=5)
+    try:
+        _registration(body, storages_by_catalog, leaving=True)
+    except k8s.NamespaceTerminating:  # the registry goes with the namespace
+        logger.info("ClusterStorage %s/%s released with its namespace", namespace, name)
+        return
+    logger.info("ClusterStorage %s/%s left the registry", namespace, name)
+
+
+def _drifted(body: kopf.Body) -> list[Condition]:
+    found = find((body.get("status") or {}).get("conditions"), DRIFTED)
+    return [Condition(DRIFTED, found["status"], found.get("reason", ""), found.get("message", ""))] if found else []
+
+
+def _fingerprint(body: kopf.Body, index: kopf.Index) -> tuple:
+    """What registration depends on among this catalog's ClusterStorages: when it moves, register again."""
+    catalog = (body.spec.get("catalogRef") or {}).get("name") or ""
+    return tuple(sorted((b["metadata"]["name"], bool(b["metadata"].get("deletionTimestamp")),
+                         repr(sorted(b["spec"].items())), repr(b["status"]))
+                        for b in index.get((body.meta.namespace, catalog), ())))
+
+
+# --- drift -------------------------------------------------------------------------------------------------
+
+@kopf.daemon(GROUP, VERSION, CLUSTER_STORAGE.plural, cancellation_backoff=TICK, cancellation_timeout=30)
+def watch(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, storages_by_catalog: kopf.Index,
+          logger: logging.Logger, **_: Any) -> None:
+    """Registration again when the catalog's ClusterStorages changed; drift scans when due."""
+    last_attempt = 0.0
+    while not stopped.wait(TICK):
+        if body.meta.get("deletionTimestamp"):
+            continue
+        fingerprint = _fingerprint(body, storages_by_catalog)
+        unregistered = (find((body.get("status") or {}).get("conditions"), READY) or {}).get("status") != "True"
+        retry = unregistered and time.monotonic() - last_attempt > CATALOG_RETRY
+        if fingerprint != memo.get("registered_members") or retry:
+            memo["registered_members"], last_attempt = fingerprint, time.monotonic()
+            try:
+                k8s.patch_status(CLUSTER_STORAGE, body.meta.namespace, body.meta.name,
+                                 _registration(body, storages_by_catalog))
+            except k8s.NamespaceTerminating:
+                pass  # the registry and this ClusterStorage go with the namespace
+            continue
+        if _scan_due(body, memo):
+            _scan(body, memo, logger)
+
+
+def _scan_due(body: kopf.Body, memo: kopf.Memo) -> bool:
+    status = body.get("status") or {}
+    if body.spec.get("suspend") or (find(status.get("conditions"), READY) or {}).get("status") != "True":
+        return False
+    if status.get("observedGeneration") != body.meta.get("generation"):
+        return False  # the event handler has not taken the spec yet
+    sync_now = (body.meta.annotations or {}).get(ANNOTATION_SYNC_NOW)
+    if sync_now != memo.get("sync_now_seen", sync_now):
+        memo["scan_now"] = True
+    memo["sync_now_seen"] = sync_now
+    if memo.pop("scan_now", False):
+        return True
+    if time.time() >= memo.get("retry_at", float("inf")):
+        memo.pop("retry_at")
+        return True
+    last = (status.get("drift") or {}).get("lastScanTime")
+    last_epoch = datetime.strptime(last, "%Y-%m-%dT%H:%M:%SZ").timestamp() if last else None
+    interval = _interval(body)
+    return time.time() >= next_scan_due(last_epoch, interval, f"{body.meta.namespace}/{body.meta.name}", time.time())
+
+
+def _interval(body: kopf.Body) -> float:
+    try:
+        return parse_cluster_storage(body, default_scan_interval=config().drift_scan_seconds).scan_interval
+    except SpecInvalid:
+        return config().drift_scan_seconds
+
+
+def _scan(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger) -> None:
+    namespace, name = body.meta.namespace, body.meta.name
+    status = dict(body.get("status") or {})
+    settings = config()
+    patch: dict[str, Any] = {}
+    try:
+        spec = parse_cluster_storage(body, default_scan_interval=settings.drift_scan_seconds)
+        catalog_body = k8s.get(HIVE_CATALOG.api_version, HIVE_CATALOG.kind, namespace, spec.catalog)
+        if catalog_body is None:
+            raise SpecInvalid("CatalogNotFound", f"HiveCatalog {spec.catalog} does not exist in namespace {namespace}")
+        catalog = parse_hive_catalog(catalog_body, default_image=settings.metastore_image)
+        address = ((catalog_body.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_METASTORE_ADDRESS)
+        backends = backends_of(catalog, spec.metastore_access, address)
+    except SpecInvalid as invalid:
+        conditions = [Condition(DRIFTED, "Unknown", invalid.reason, invalid.message)]
+        outcome_phase, drift, events = "Degraded", None, []
+    else:
+        previous = tuple(status.get("previousFilesystems") or ())
+        outcome = scan_pass(spec, previous, backends, LiveStoragePorts(namespace, catalog_body),
+                            journal_configured=settings.journal_url is not None, last_drift=status.get("drift"))
+        conditions, outcome_phase, drift, events = outcome.conditions, outcome.phase, outcome.drift, outcome.events
+        if outcome.retry_soon:
+            memo["retry_at"] = time.time() + LOCKED_RETRY
+    ready = find(status.get("conditions"), READY)
+    kept = [Condition(READY, ready["status"], ready.get("reason", ""), ready.get("message", ""))] if ready else []
+    patch["conditions"] = merge(status.get("conditions"), [*kept, *conditions],
+                                generation=body.meta.get("generation"))
+    if outcome_phase:
+        patch["phase"] = outcome_phase
+    if drift is not None:
+        patch["drift"] = _replacing(status.get("drift") or {}, drift)
+    k8s.patch_status(CLUSTER_STORAGE, namespace, name, patch)
+    for type_, reason, message in events:
+        kopf.event(body, type=type_, reason=reason, message=message)
+    if drift is not None:
+        logger.info("drift scan of %s/%s: %s locations under a drift source", namespace, name,
+                    drift.get("driftedLocations"))
+
+
+def _replacing(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """A merge patch that turns `old` into `new`: a merge patch merges objects key by key, so every key `new`
+    no longer has (at any depth, e.g. a kind gone from drift.counts) is cleared explicitly."""
+    patch: dict[str, Any] = {key: None for key in old if key not in new}
+    for key, value in new.items():
+        before = old.get(key)
+        patch[key] = _replacing(before, value) if isinstance(value, Mapping) and isinstance(before, Mapping) \
+            else value
+    return patch

@@ -1,0 +1,125 @@
+"""What a ClusterStorage's drift scan means for the operator: which sources to scan, when the next scan is due,
+and how a scan reads in status.drift and in the Drifted condition. Pure: no I/O, no clock of its own."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from hivecat.catalog.drift import DriftScan
+from hivecat.catalog.model import Refusal
+from hivecat.locations.prefix import InvalidLocation, LocationPrefix, parse_prefix, same_family
+from hivecat.reconcile.conditions import FALSE, TRUE, UNKNOWN, Condition
+from hivecat.specs.clusterstorage import ClusterStorageSpec, overlapping
+
+DRIFTED = "Drifted"
+NO_DRIFT = "NoDrift"
+JITTER = 0.1         # a scan is due within ±10% of the interval, the same offset every time for one resource
+MAX_SOURCES = 32     # status.drift.sources maxItems
+MAX_SAMPLE = 10      # status.drift.sample maxItems
+MAX_REFUSALS = 10    # status.drift.refusals maxItems
+REPORTS_PLAN = ("DryRun", "Auto")  # repair modes whose status shows the plan (sources, sample)
+LOCATED = ("iceberg", "acid", "too-long")  # refusals of locations known to be under a source
+
+# The engine's refusal reasons as condition reasons (CamelCase: they are an API).
+REASONS = {"iceberg": "Iceberg", "acid": "Acid", "too-long": "TooLong", "unstorable": "Charset",
+           "scheme-change": "SchemeChange", "overlap": "Overlap", "invalid-uri": "InvalidLocation"}
+
+
+def drift_sources(spec: ClusterStorageSpec, previous: Sequence[str]) -> tuple[str, ...]:
+    """The prefixes whose locations are drift: the spec's aliases, then the previous filesystems (oldest
+    first), each once, never the filesystem itself. A previous filesystem of another storage family is no
+    drift source (getting there was a migration); neither is one that does not parse (a hand-edited status)."""
+    filesystem = parse_prefix(spec.filesystem)
+    found: dict[LocationPrefix, str] = {}
+    for uri in (*spec.aliases, *previous):
+        try:
+            prefix = parse_prefix(uri)
+        except InvalidLocation:
+            continue
+        # One under the other is no drift either: the engine refuses overlapping prefixes, and a filesystem
+        # that moved to a sub-path of itself is a layout change, not a namenode that moved.
+        if same_family(prefix, filesystem) and not overlapping(prefix, filesystem) and prefix not in found:
+            found[prefix] = uri
+    return tuple(found.values())
+
+
+def next_scan_due(last_scan: float | None, interval: float, key: str, now: float) -> float:
+    """Epoch seconds when the next scan is due: `interval` after the last one, stretched or shortened by up to
+    10% by an offset drawn from `key` (namespace/name), so many ClusterStorages spread out yet each keeps
+    its own steady rhythm. Never scanned: due now."""
+    if last_scan is None:
+        return now
+    digest = hashlib.sha256(key.encode()).digest()
+    fraction = int.from_bytes(digest[:8], "big") / 2 ** 64  # [0, 1)
+    return last_scan + interval * (1 + JITTER * (2 * fraction - 1))
+
+
+def rfc3339(moment: datetime) -> str:
+    """UTC, whole seconds, 'Z' (a naive datetime is taken as UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _refusal(refusal: Refusal) -> dict[str, Any]:
+    entry: dict[str, Any] = {"reason": refusal.reason, "message": refusal.message}
+    if refusal.table is not None:  # a whole-source refusal names no table: no null in status
+        entry["table"] = refusal.table
+    return entry
+
+
+def drift_status(scan: DriftScan, *, repair: str, scanned_at: datetime) -> dict[str, Any]:
+    """status.drift as a scan shows it. Off reports counts only; DryRun and Auto also the plan: each source
+    with what it would rewrite, and a sample of old -> new values. The repair fields (lastRepair*,
+    pendingRepair) are the handler's, from a repair's outcome."""
+    status: dict[str, Any] = {
+        "lastScanTime": rfc3339(scanned_at),
+        "driftedLocations": scan.drifted,
+        "counts": scan.counts,
+        "refused": scan.refused,
+        "refusals": [_refusal(r) for r in scan.refusals[:MAX_REFUSALS]],
+    }
+    if repair in REPORTS_PLAN:
+        status["sources"] = [{"from": s.source, "to": s.target, "locations": s.drifted, "counts": s.counts}
+                             for s in scan.scans[:MAX_SOURCES]]
+        status["sample"] = [f"{old} -> {new}" for old, new in scan.sample[:MAX_SAMPLE]]
+    return status
+
+
+def _reason(refusal: Refusal) -> str:
+    return REASONS.get(refusal.reason) or "".join(part.capitalize() for part in refusal.reason.split("-"))
+
+
+def _counted(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in counts.items())
+
+
+def drifted_condition(scan: DriftScan) -> Condition:
+    """Drifted: True while locations still name an old filesystem (reason Drifted, or, when every such
+    location is one a metastore rewrite must not touch, the refusal's reason: Iceberg, Acid, TooLong);
+    Unknown when a source could not be scanned at all (reason of the refusal); False otherwise (NoDrift)."""
+    sources = ", ".join(s.source for s in scan.scans)
+    refused = scan.refused
+    left_alone = (f"; {refused} more are left alone, in tables whose locations a metastore rewrite must not "
+                  "change (Iceberg, transactional) or whose new value would not fit" if refused else "")
+    unscanned = f"; a drift source could not be scanned: {scan.blocked[0].message}" if scan.blocked else ""
+    if scan.drifted:
+        return Condition(DRIFTED, TRUE, DRIFTED,
+                         f"{scan.drifted} locations still name an old filesystem ({sources}): "
+                         f"{_counted(scan.counts)}{left_alone}{unscanned}")
+    if refused:
+        first = next((r for r in scan.refusals if r.reason in LOCATED), None)
+        why = f": {first.message}" if first is not None else ""
+        return Condition(DRIFTED, TRUE, _reason(first) if first is not None else "Refused",
+                         f"{refused} locations still name an old filesystem ({sources}), none of which a metastore "
+                         f"rewrite may change{why}. Move such tables' data consistently (or shorten "
+                         "the filesystem URI where values would not fit), then the next scan clears this")
+    if scan.blocked:
+        first = scan.blocked[0]
+        return Condition(DRIFTED, UNKNOWN, _reason(first), f"a drift source could not be scanned: {first.message}")
+    if not scan.scans:
+        return Condition(DRIFTED, FALSE, NO_DRIFT, "no aliases or previous filesystems to scan for drift")
+    return Condition(DRIFTED, FALSE, NO_DRIFT, f"no location in the catalog names an old filesystem ({sources})")
