@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from hivecat import __version__
-from hivecat.commands import distcp, relocate
+from hivecat.commands import distcp, relocate, route
 
 HANDLERS_MODULE = "hivecat.handlers"
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "the metastore instead of Derby, and replaces only one that an earlier demo created")
     relocate.add_parser(sub)
     distcp.add_parser(sub)
+    route.add_parser(sub)
     return parser
 
 
@@ -82,6 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return relocate.run(args)
     if args.command == "distcp":
         return distcp.run(args)
+    if args.command == "route":
+        return route.run(args)
     raise AssertionError(f"unhandled command {args.command}")  # argparse rejects unknown commands first
 
 

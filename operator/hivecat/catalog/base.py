@@ -20,6 +20,10 @@ class Catalog(Protocol):
 
     def list_tables(self, database: str) -> Iterator[TableInfo]: ...
 
+    def get_table(self, database: str, table: str) -> TableInfo | None:
+        """One table, or None when it (or its database) does not exist."""
+        ...
+
     def list_partitions(self, database: str, table: str, partition_filter: str | None = None) -> Iterator[PartitionInfo]: ...
 
     def relocate(self, request: RelocationRequest) -> RelocationReport:

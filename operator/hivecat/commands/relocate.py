@@ -46,10 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "partition locations, SerDe/table/partition parameters that hold locations, skewed-value "
                     "locations and function jars. The password comes from $%s or --password-file, never "
                     "from the command line." % PASSWORD_ENV)
-    p.add_argument("--catalog", required=True, metavar="URL",
-                   help="the metastore database: mysql://user@host:3306/db, postgresql://user@host:5432/db "
-                        "(or any SQLAlchemy URL); or glue://REGION[/CATALOG_ID] (AWS credentials from boto3's usual "
-                        "chain: environment, profile, instance role); or thrift://HOST:PORT (a Hive Metastore)")
+    add_catalog_arguments(p)
     p.add_argument("--from", dest="old", metavar="URI", help="old location prefix, e.g. hdfs://old-nn:8020")
     p.add_argument("--to", dest="new", metavar="URI", help="new location prefix, e.g. hdfs://new-nn:8020")
     p.add_argument("--database", help="only this database (and its tables)")
@@ -70,16 +67,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--history", action="store_true", help="list this catalog's runs")
     p.add_argument("--journal-schema", default="hivecat",
                    help="database (MySQL) or schema (PostgreSQL) that holds the journal (default: hivecat)")
-    p.add_argument("--password-file", type=Path, help="file holding the database password")
     p.add_argument("--journal-url", metavar="URL",
                    help="Glue/Thrift: SQLAlchemy URL of the journal database (password from $%s); default: a "
                         "SQLite file under $XDG_STATE_HOME/hivecat, or $HIVECAT_JOURNAL_URL" % JOURNAL_PASSWORD_ENV)
+    p.add_argument("--output", choices=("text", "json"), default="text")
+
+
+def add_catalog_arguments(p: argparse.ArgumentParser) -> None:
+    """Where the catalog is and how to reach it: shared by every subcommand that opens one."""
+    p.add_argument("--catalog", required=True, metavar="URL",
+                   help="the metastore database: mysql://user@host:3306/db, postgresql://user@host:5432/db "
+                        "(or any SQLAlchemy URL); or glue://REGION[/CATALOG_ID] (AWS credentials from boto3's usual "
+                        "chain: environment, profile, instance role); or thrift://HOST:PORT (a Hive Metastore)")
+    p.add_argument("--password-file", type=Path, help="file holding the database password")
     p.add_argument("--endpoint-url", metavar="URL", help="Glue: a non-default endpoint (e.g. a test server)")
     p.add_argument("--segments", type=int, default=1, metavar="N",
                    help="Glue: read partitions in N parallel segments (1..10, default 1)")
     p.add_argument("--skip-functions", action="store_true",
                    help="Glue: leave function (UDF) resource URIs alone, e.g. on a test endpoint without the UDF API")
-    p.add_argument("--output", choices=("text", "json"), default="text")
 
 
 def _password(password_file: Path | None) -> str | None:
@@ -190,7 +195,7 @@ def format_report(report: RelocationReport) -> str:
     return "\n".join(lines)
 
 
-def _open_catalog(args: argparse.Namespace, target: CatalogTarget):
+def open_catalog_from(args: argparse.Namespace, target: CatalogTarget):
     password = _password(args.password_file) if isinstance(target, SqlTarget) else None
     journal = JournalSettings(schema=args.journal_schema, url=journal_url(args.journal_url))
     try:
@@ -220,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
         request = None if (args.history or args.undo) else _request(args)
         target = catalog_target(args)
         journal_url(args.journal_url)  # a malformed journal URL is bad input too, before connecting
-        catalog = _open_catalog(args, target)
+        catalog = open_catalog_from(args, target)
     except UsageError as exc:
         print(f"hivecat relocate: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -94,6 +94,10 @@ class ApiCatalog(JournaledRelocation):
         for raw in self.backend.get_tables(database):
             yield self.backend.table_info(database, raw)
 
+    def get_table(self, database: str, table: str) -> TableInfo | None:
+        raw = self.backend.get_table(database, table)
+        return None if raw is None else self.backend.table_info(database, raw)
+
     def _table(self, database: str, table: str) -> Any:
         raw = self.backend.get_table(database, table)
         if raw is None:

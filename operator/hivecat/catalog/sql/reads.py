@@ -42,6 +42,10 @@ class SqlReads:
         return [(r[0], r[1]) for r in conn.execute(
             sa.select(k.c.PKEY_NAME, k.c.PKEY_TYPE).where(k.c.TBL_ID == tbl_id).order_by(k.c.INTEGER_IDX))]
 
+    def get_table(self, database: str, table: str) -> TableInfo | None:
+        # HMS keeps names in lower case; a missing database lists no tables.
+        return next((t for t in self.list_tables(database.lower()) if t.name == table.lower()), None)
+
     def list_tables(self, database: str) -> Iterator[TableInfo]:
         s = self.schema
         t, d, sd = s["TBLS"], s["DBS"], s["SDS"]
