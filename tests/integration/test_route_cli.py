@@ -128,3 +128,19 @@ def test_get_table_on_every_backend_names_a_missing_table_none(hive_metastore, d
         assert glue.get_table("no_such_database", "t") is None
     finally:
         glue.close()
+
+
+def test_a_replica_plan_from_the_real_metastore(hive_metastore, design) -> None:
+    """The TableReplica planner on the same catalog: HMS stores file:/x for file:///x, and the plan still
+    rebases every partition of t11 from c1 to c2."""
+    from hivecat.replication.planner import ReplicaScope, plan_replica
+
+    db, _, fs = design
+    catalog = SqlCatalog(hive_metastore.sql_url)
+    try:
+        planned = plan_replica(catalog, ReplicaScope(db, "t11", f"dt = '{DAYS[1]}'"),
+                               ClusterEntry("c1", fs["c1"]), ClusterEntry("c2", fs["c2"]))
+    finally:
+        catalog.close()
+    assert planned.unit_ids == (f"{db}.t11/dt={DAYS[1]}",) and planned.outside == ()
+    assert planned.plan.units[0].target.uri.endswith(f"/c2/t11/dt={DAYS[1]}")
