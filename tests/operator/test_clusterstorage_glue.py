@@ -94,7 +94,14 @@ def test_glue_drift_is_repaired_only_with_a_journal_and_undone_after_a_restart(
     for refusal in status["drift"]["refusals"]:
         assert set(refusal) <= declared("drift", "refusals")
 
-    # The operator stops; the journal database still knows the run, and the CLI undoes it.
+    # The operator stops (repair Off first, so the one started after the undo changes nothing); the journal
+    # database still knows the run, and the CLI undoes it.
+    off = storage()
+    off["spec"]["repair"] = "Off"
+    apply(kubectl, namespace, off)
+    generation = kubectl.json("get", "-n", namespace, "clusterstorage", "lake-s3")["metadata"]["generation"]
+    wait_for("repair Off observed", lambda: status_of(kubectl, namespace, "lake-s3", "clusterstorage").get(
+        "observedGeneration") == generation)
     assert second.stop() in (0, -15)
     url = sa.make_url(scratch_mariadb)
     without_password = sa.URL.create(url.drivername, url.username, None, url.host, url.port, url.database, url.query)
@@ -105,4 +112,9 @@ def test_glue_drift_is_repaired_only_with_a_journal_and_undone_after_a_restart(
         capture_output=True, text=True, timeout=120,
         env={**os.environ, "HIVECAT_JOURNAL_PASSWORD": url.password or ""})
     assert undo.returncode == 0, undo.stderr
+    assert as_json(lake_dump(glue)) == as_json(before)
+    # An operator again (it releases the resources when the test ends): with repair Off it reports, never writes.
+    run_operator(namespace, env=journal)
+    wait_for("the drift reported again", lambda: (status_of(kubectl, namespace, "lake-s3", "clusterstorage")
+                                                 .get("drift") or {}).get("driftedLocations") == 508)
     assert as_json(lake_dump(glue)) == as_json(before)

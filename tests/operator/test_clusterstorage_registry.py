@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from kube.clients import Client
 
 from support.kube_resources import GLUE_FACTORY, FACTORY, apply, get, status_of, wait_for, wait_reason
@@ -87,16 +86,18 @@ def test_registry_follows_create_update_and_delete(kubectl: Client, namespace: s
     assert set(registry(kubectl, namespace)) == {"hdfs-a", "s3"}
 
 
-@pytest.mark.parametrize("bad, reason", [
+BAD = [  # (ClusterStorage, the reason it is refused): one operator takes them all at once
     (storage("dup", "hdfs://nn1.example:8020"), "DuplicateFilesystem"),
     (storage("under", "s3://bucket/warehouse/sales"), "FilesystemOverlap"),
-    (storage("alias", "hdfs://nn9.example:8020", aliases=("hdfs://nn1.example:8020",)), "AliasIsFilesystem"),
+    (storage("alias", "s3://other-bucket/x", aliases=("s3://bucket/warehouse",)), "AliasIsFilesystem"),
     (storage("orphan", "hdfs://nn7.example:8020", catalog="nowhere"), "CatalogNotFound"),
     (storage("scheme", "hdfs://nn8.example:8020", aliases=("s3://bucket/other",)), "SchemeChange"),
     (storage("malformed", "hdfs://nn6.example:port"), "InvalidFilesystem"),
-])
-def test_each_validation_rule_is_a_condition_and_the_registry_stays(kubectl: Client, namespace: str, run_operator,
-                                                                    bad: dict, reason: str) -> None:
+]
+
+
+def test_each_validation_rule_is_a_condition_and_the_registry_stays(kubectl: Client, namespace: str,
+                                                                    run_operator) -> None:
     run_operator(namespace)
     apply(kubectl, namespace, lake(), storage("hdfs-a", "hdfs://nn1.example:8020"),
           storage("s3", "s3://bucket/warehouse"))
@@ -105,18 +106,21 @@ def test_each_validation_rule_is_a_condition_and_the_registry_stays(kubectl: Cli
     wait_for("two clusters", lambda: len(registry(kubectl, namespace)) == 2)
     before = registry_text(kubectl, namespace)
     version = kubectl.json("get", "-n", namespace, "configmap", REGISTRY)["metadata"]["resourceVersion"]
-    apply(kubectl, namespace, bad)
-    name = bad["metadata"]["name"]
-    refused = wait_reason(kubectl, namespace, name, reason, kind="clusterstorage")
-    assert refused["status"] == "False" and refused["message"]
-    assert status_of(kubectl, namespace, name, "clusterstorage")["phase"] in ("Invalid", "Pending")
+    apply(kubectl, namespace, *(bad for bad, _ in BAD))
+    for bad, reason in BAD:
+        name = bad["metadata"]["name"]
+        refused = wait_reason(kubectl, namespace, name, reason, kind="clusterstorage")
+        assert refused["status"] == "False" and refused["message"], name
+        assert status_of(kubectl, namespace, name, "clusterstorage")["phase"] in ("Invalid", "Pending"), name
     assert registry_text(kubectl, namespace) == before
     assert kubectl.json("get", "-n", namespace, "configmap", REGISTRY)["metadata"]["resourceVersion"] == version
-    if reason == "DuplicateFilesystem":
-        # The cluster it collided with goes: the refused one is taken without being touched.
-        kubectl("delete", "-n", namespace, "clusterstorage", "hdfs-a", "--wait", "--timeout=30s")
-        ready(kubectl, namespace, "dup")
-        wait_for("dup registered", lambda: set(registry(kubectl, namespace)) == {"dup", "s3"})
+
+    # The cluster "dup" collided with goes: "dup" is taken without being touched; "alias" (another cluster's
+    # filesystem as its alias) stays refused.
+    kubectl("delete", "-n", namespace, "clusterstorage", "hdfs-a", "--wait", "--timeout=30s")
+    ready(kubectl, namespace, "dup")
+    wait_for("dup registered", lambda: set(registry(kubectl, namespace)) == {"dup", "s3"})
+    assert wait_reason(kubectl, namespace, "alias", "AliasIsFilesystem", kind="clusterstorage")
 
 
 def test_deletion_is_held_while_a_table_replica_uses_the_cluster(kubectl: Client, namespace: str,

@@ -11,6 +11,7 @@ Drift scans (and repairs) run in the daemon's own thread, never in the event loo
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -212,12 +213,14 @@ def _fingerprint(body: kopf.Body, index: kopf.Index) -> tuple:
 
 # --- drift -------------------------------------------------------------------------------------------------
 
-@kopf.daemon(GROUP, VERSION, CLUSTER_STORAGE.plural, cancellation_backoff=TICK, cancellation_timeout=30)
-def watch(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, storages_by_catalog: kopf.Index,
-          logger: logging.Logger, **_: Any) -> None:
+# Async, like the HiveCatalog's: waiting holds no thread; registration and scans run in worker threads.
+@kopf.daemon(GROUP, VERSION, CLUSTER_STORAGE.plural, cancellation_timeout=30)
+async def watch(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, storages_by_catalog: kopf.Index,
+                logger: logging.Logger, **_: Any) -> None:
     """Registration again when the catalog's ClusterStorages changed; drift scans when due."""
     last_attempt = 0.0
-    while not stopped.wait(TICK):
+    while not stopped:
+        await asyncio.sleep(TICK)
         if body.meta.get("deletionTimestamp"):
             continue
         fingerprint = _fingerprint(body, storages_by_catalog)
@@ -225,14 +228,17 @@ def watch(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, storage
         retry = unregistered and time.monotonic() - last_attempt > CATALOG_RETRY
         if fingerprint != memo.get("registered_members") or retry:
             memo["registered_members"], last_attempt = fingerprint, time.monotonic()
-            try:
-                k8s.patch_status(CLUSTER_STORAGE, body.meta.namespace, body.meta.name,
-                                 _registration(body, storages_by_catalog))
-            except k8s.NamespaceTerminating:
-                pass  # the registry and this ClusterStorage go with the namespace
+            await asyncio.to_thread(_register_again, body, storages_by_catalog)
             continue
         if _scan_due(body, memo):
-            _scan(body, memo, logger)
+            await asyncio.to_thread(_scan, body, memo, logger)
+
+
+def _register_again(body: kopf.Body, index: kopf.Index) -> None:
+    try:
+        k8s.patch_status(CLUSTER_STORAGE, body.meta.namespace, body.meta.name, _registration(body, index))
+    except k8s.NamespaceTerminating:
+        pass  # the registry and this ClusterStorage go with the namespace
 
 
 def _scan_due(body: kopf.Body, memo: kopf.Memo) -> bool:

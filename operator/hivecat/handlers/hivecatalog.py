@@ -8,6 +8,7 @@ A per-catalog lock keeps the daemon and the event handlers from running passes s
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -108,24 +109,29 @@ def reconcile(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, logger: loggi
     _pass(body, memo, patch, logger)
 
 
-# cancellation_backoff: ask the daemon to stop and look again after TICK, when its wait has returned. Without it
-# kopf goes straight to cancelling, which a thread cannot honour, and checks again only after the timeout, so
-# every deletion waited 10 s for a daemon that had exited within a second.
-@kopf.daemon(GROUP, VERSION, HIVE_CATALOG.plural, cancellation_backoff=TICK, cancellation_timeout=10)
-def recheck(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, logger: logging.Logger,
-            **_: Any) -> None:
+# An async daemon: it holds no thread while it waits. A sync daemon would hold one of kopf's executor threads
+# for the resource's whole life, and a few dozen resources would leave none for the event handlers.
+@kopf.daemon(GROUP, VERSION, HIVE_CATALOG.plural, cancellation_timeout=10)
+async def recheck(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, logger: logging.Logger,
+                  **_: Any) -> None:
     """Re-check each catalog when its pass is due: soon while a Job or rollout runs, else every
     HIVECAT_RECHECK_SECONDS. A daemon rather than a timer: a timer's `when` filter is re-evaluated only on the
-    resource's own events, and an unfiltered one-second timer would log every tick. `body` is kopf's live view."""
-    while not stopped.wait(TICK):
+    resource's own events, and an unfiltered one-second timer would log every tick. `body` is kopf's live view.
+    The pass itself runs in a worker thread (blocking clients: databases, Thrift, boto3)."""
+    while not stopped:
+        await asyncio.sleep(TICK)
         if body.meta.get("deletionTimestamp"):
             continue
         if not _annotations_changed(body, memo) and time.monotonic() < memo.get("next_pass", 0.0):
             continue
-        patch = kopf.Patch()
-        _pass(body, memo, patch, logger)
-        if patch:
-            k8s.patch_status(HIVE_CATALOG, body.meta.namespace, body.meta.name, dict(patch.get("status") or {}))
+        await asyncio.to_thread(_recheck, body, memo, logger)
+
+
+def _recheck(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger) -> None:
+    patch = kopf.Patch()
+    _pass(body, memo, patch, logger)
+    if patch:
+        k8s.patch_status(HIVE_CATALOG, body.meta.namespace, body.meta.name, dict(patch.get("status") or {}))
 
 
 def _referrers(namespace: str, name: str) -> list[str]:
