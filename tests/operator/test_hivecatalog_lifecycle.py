@@ -249,7 +249,8 @@ def test_suspend_stops_changes_and_resume_applies_them(kubectl: Client, namespac
         "get", "-n", namespace, "configmap", "s-metastore-config")["data"]["hive-site.xml"])
     wait_for("a new config hash", lambda: kubectl.json("get", "-n", namespace, "deployment", "s-metastore")[
         "spec"]["template"]["metadata"]["annotations"][ANNOTATION_CONFIG_HASH] != hash_before)
-    assert status_of(kubectl, namespace, "s")["phase"] != "Suspended"
+    # The pass writes its status after its children: wait for it, rather than race it.
+    wait_for("the phase after resuming", lambda: status_of(kubectl, namespace, "s").get("phase") != "Suspended")
 
 
 # --- 5. deletion held by a reference ------------------------------------------------------------------------
