@@ -34,9 +34,10 @@ jars:
 	@bash scripts/fetch-maven.sh hadoop >/dev/null
 	@bash scripts/fetch-hive-metastores.sh all >/dev/null
 
-## test: every tier plus each benchmark in --small mode; pytest's exit 5 (no tests ran) fails too
+## test: every tier plus each benchmark in --small mode, the three tiers side by side (scripts/test-tiers.sh);
+## pytest's exit 5 (no tests ran) fails too
 test: install control-plane jars
-	$(PYTHON) -m pytest $(PYTEST_ARGS)
+	@bash scripts/test-tiers.sh $(PYTHON) $(PYTEST_ARGS)
 
 test-unit: install
 	$(PYTHON) -m pytest tests/unit $(PYTEST_ARGS)
