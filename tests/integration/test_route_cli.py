@@ -17,7 +17,7 @@ from hmsclient.genthrift.hive_metastore.ttypes import Database, FieldSchema, Par
 
 from hivecat.catalog.sql.catalog import SqlCatalog
 from hivecat.reconcile.registry import ClusterEntry, registry_document
-from hivecat.replication.placement import replica_location_key
+from hivecat.replication.bookkeeping import replica_location_key
 from support.hms_tables import hive_table, storage_descriptor
 from support.services import unique_name
 

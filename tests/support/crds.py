@@ -63,3 +63,12 @@ def cel_messages(schema: Schema) -> list[tuple[str, str]]:
     """(schema path, message) of every x-kubernetes-validations rule."""
     return [(path, rule["message"]) for path, node in walk(schema)
             for rule in node.get("x-kubernetes-validations", [])]
+
+
+def declared_status(crd_file: str, *path: str) -> set[str]:
+    """The property names the CRD in crds/`crd_file` declares under .status (then `path`, through items)."""
+    node = openapi_schema(load_docs(CRD_DIR / crd_file)[0])["properties"]["status"]
+    for step in path:
+        node = node["properties"][step]
+        node = node.get("items", node)
+    return set(node["properties"])

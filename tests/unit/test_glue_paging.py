@@ -1,5 +1,6 @@
 """GlueCatalog against a paging fake that enforces AWS's limits (moto does not): paging, segments, batch
-sizes, per-entry Errors, VersionId conflicts, Expression push-down and its fallback, resume, undo, refusals."""
+sizes, per-entry Errors, VersionId conflicts, Expression push-down and its fallback, resume, undo, refusals;
+replica bookkeeping parameters written in batches, compare-and-set."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sqlalchemy as sa
 from botocore.exceptions import ClientError
 
 from hivecat.catalog.glue import GlueCatalog
-from hivecat.catalog.model import ObjectKind, RelocationRefused, RelocationRequest, Scope
+from hivecat.catalog.model import PARTITION_GONE, ObjectKind, RelocationRefused, RelocationRequest, Scope, UnitParams
 from support.fake_glue import FakeGlue
 
 OLD, NEW = "s3://old-lake/wh", "s3://new-lake/wh"
@@ -323,3 +324,98 @@ def test_set_and_remove_params(glue: FakeGlue, journal_url: str) -> None:
     assert glue.partitions[("sales", "events")][(day, "0")]["Parameters"]["replica"] == "b"
     cat.remove_params("sales", "events", ["replica"], partition_values=[day, "0"])
     assert "replica" not in glue.partitions[("sales", "events")][(day, "0")]["Parameters"]
+
+
+# --- replica bookkeeping: update_unit_params --------------------------------------------------------------
+
+def day(i: int) -> str:
+    return (dt.date(2026, 1, 1) + dt.timedelta(days=i)).isoformat()
+
+
+def events(glue: FakeGlue) -> dict:
+    return glue.partitions[("sales", "events")]
+
+
+def recorded(i: int) -> UnitParams:
+    """Partition i's copy on cluster c2, recorded against the location it was taken from."""
+    return UnitParams((day(i), str(i)), f"{OLD}/sales.db/events/dt={day(i)}/n={i}",
+                      {"hivecat.replica.c2.location": f"s3://c2/events/{i}", "hivecat.replica.c2.checksum": f"x{i}"})
+
+
+def test_unit_params_go_in_batches_of_at_most_100_and_conflicts_are_not_written(glue: FakeGlue,
+                                                                               journal_url: str) -> None:
+    moved, dropped = (day(7), "7"), (day(130), "130")
+    events(glue)[moved]["StorageDescriptor"]["Location"] = "s3://theirs/p7"  # changed after planning
+    del events(glue)[dropped]
+    outcome = catalog(glue, journal_url).update_unit_params("sales", "events", [recorded(i) for i in range(PARTITIONS)])
+    assert outcome.written == PARTITIONS - 2 and outcome.failed == ()
+    assert dict(outcome.conflicts) == {
+        moved: f"location is now 's3://theirs/p7', expected '{OLD}/sales.db/events/dt={day(7)}/n=7'",
+        dropped: PARTITION_GONE}
+    assert [len(c["Entries"]) for c in calls(glue, "BatchUpdatePartition")] == [99, 99, 50]
+    assert all(len(c["PartitionsToGet"]) <= 100 for c in calls(glue, "BatchGetPartition"))
+    assert "hivecat.replica.c2.location" not in events(glue)[moved]["Parameters"]
+    assert dropped not in events(glue)
+    for i in (0, 99, 100, 249):
+        part = events(glue)[(day(i), str(i))]
+        assert part["Parameters"] == {"path": part["StorageDescriptor"]["Location"],  # the others are kept
+                                      "hivecat.replica.c2.location": f"s3://c2/events/{i}",
+                                      "hivecat.replica.c2.checksum": f"x{i}"}
+        assert part["StorageDescriptor"]["Location"] == f"{OLD}/sales.db/events/dt={day(i)}/n={i}"
+
+
+def test_units_that_already_hold_their_parameters_are_not_written_again(glue: FakeGlue, journal_url: str) -> None:
+    cat = catalog(glue, journal_url)
+    units = [recorded(i) for i in range(PARTITIONS)]
+    assert cat.update_unit_params("sales", "events", units).written == PARTITIONS
+    glue.calls.clear()
+    assert cat.update_unit_params("sales", "events", units).written == PARTITIONS
+    assert calls(glue, "BatchUpdatePartition") == [] and len(calls(glue, "BatchGetPartition")) == 3
+
+
+def test_removal_ignores_the_location_and_keeps_other_keys(glue: FakeGlue, journal_url: str) -> None:
+    cat = catalog(glue, journal_url)
+    cat.update_unit_params("sales", "events", [recorded(i) for i in range(PARTITIONS)])
+    events(glue)[(day(3), "3")]["StorageDescriptor"]["Location"] = "s3://theirs/p3"
+    keys = ("hivecat.replica.c2.location", "hivecat.replica.c2.checksum", "hivecat.replica.c2.syncedAt")
+    outcome = cat.update_unit_params("sales", "events",
+                                     [UnitParams((day(i), str(i)), None, remove=keys) for i in range(PARTITIONS)])
+    assert (outcome.written, outcome.conflicts) == (PARTITIONS, ())
+    assert all(set(p["Parameters"]) == {"path"} for p in events(glue).values())
+
+
+def test_table_level_units_are_compare_and_set_too(glue: FakeGlue, journal_url: str) -> None:
+    cat = catalog(glue, journal_url)
+    ok = cat.update_unit_params("sales", "t00", [UnitParams(None, f"{OLD}/sales.db/t00", {"k": "v"})])
+    assert (ok.written, ok.conflicts) == (1, ()) and glue.tables[("sales", "t00")]["Parameters"] == {"k": "v"}
+    stale = cat.update_unit_params("sales", "t01", [UnitParams(None, "s3://elsewhere/t01", {"k": "v"})])
+    assert stale.written == 0 and stale.conflicts[0][0] is None and "expected 's3://elsewhere/t01'" in stale.conflicts[0][1]
+
+    def someone_else_changes_the_table(params: dict) -> None:  # between our read and our write
+        glue.versions[("sales", "t02")] += 1
+    glue.before["UpdateTable"] = someone_else_changes_the_table
+    raced = cat.update_unit_params("sales", "t02", [UnitParams(None, f"{OLD}/sales.db/t02", {"k": "v"})])
+    assert raced.written == 0 and "ConcurrentModificationException" in raced.conflicts[0][1]
+    assert glue.tables[("sales", "t01")]["Parameters"] == glue.tables[("sales", "t02")]["Parameters"] == {}
+
+
+def test_entry_errors_are_failed_or_conflicted_per_unit(glue: FakeGlue, journal_url: str) -> None:
+    failing, vanished = (day(5), "5"), (day(6), "6")
+    glue.entry_errors = {failing: "InternalServiceException", vanished: "EntityNotFoundException"}
+    outcome = catalog(glue, journal_url).update_unit_params("sales", "events", [recorded(i) for i in range(10)])
+    assert outcome.written == 8
+    assert [v for v, _ in outcome.failed] == [failing] and "InternalServiceException" in outcome.failed[0][1]
+    assert [v for v, _ in outcome.conflicts] == [vanished]
+
+
+def test_bad_batches_are_refused_before_any_write(glue: FakeGlue, journal_url: str) -> None:
+    cat = catalog(glue, journal_url)
+    with pytest.raises(ValueError, match="listed twice"):
+        cat.update_unit_params("sales", "events", [recorded(1), recorded(2), recorded(1)])
+    with pytest.raises(ValueError, match="2 partition keys"):
+        cat.update_unit_params("sales", "events", [UnitParams((day(1),), None, {"k": "v"})])
+    with pytest.raises(LookupError, match="sales.nope"):
+        cat.update_unit_params("sales", "nope", [UnitParams(None, None, {"k": "v"})])
+    with pytest.raises(LookupError, match="does not exist"):
+        cat.set_params("sales", "events", {"k": "v"}, partition_values=["1999-01-01", "0"])
+    assert glue.writes() == []

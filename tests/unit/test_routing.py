@@ -7,7 +7,8 @@ import pytest
 
 from hivecat.catalog.model import PartitionInfo, TableInfo
 from hivecat.reconcile.registry import ClusterEntry
-from hivecat.replication.placement import cluster_of, placement_of, replica_location_key
+from hivecat.replication.bookkeeping import replica_location_key
+from hivecat.replication.placement import cluster_of, placement_of
 from hivecat.replication.routing import Placement, route
 
 

@@ -15,8 +15,8 @@ import yaml
 
 from hivecat.specs import SpecInvalid
 from hivecat.specs import clusterstorage as spec_module
-from hivecat.specs.clusterstorage import (ClusterStorageSpec, ComputeSpec, canonical_uri, overlapping,
-                                          parse_cluster_storage, parse_scan_interval, previous_filesystems,
+from hivecat.specs.clusterstorage import (ClusterStorageSpec, ComputeSpec, SparkApplicationSettings, canonical_uri,
+                                          overlapping, parse_cluster_storage, parse_scan_interval, previous_filesystems,
                                           same_location)
 from support import crds
 
@@ -74,7 +74,8 @@ def test_everything_written_is_taken() -> None:
     assert spec == ClusterStorageSpec(
         name="hdfs-prod", namespace="data", catalog="analytics", filesystem="s3://acme/warehouse",
         aliases=("s3a://acme/warehouse", "s3n://acme/warehouse"),
-        compute=ComputeSpec("KubernetesJob", "reg.example/tools:1", "copy"), credentials_secret="s3-aws",
+        compute=ComputeSpec("KubernetesJob", "reg.example/tools:1", "copy", resources={"limits": {"memory": "4Gi"}}),
+        credentials_secret="s3-aws",
         repair="Auto", suspend=True, scan_interval=3600.0, metastore_access="Thrift")
 
 
@@ -85,7 +86,8 @@ def test_everything_written_is_taken() -> None:
      {"type": "KubernetesJob", "image": "tools:1"}),
     ({"type": "SparkApplication", "sparkApplication": {"image": "spark:3.5.1", "serviceAccountName": "spark",
                                                         "executor": {"instances": 4}}},
-     ComputeSpec("SparkApplication", "spark:3.5.1", "spark"),
+     ComputeSpec("SparkApplication", "spark:3.5.1", "spark",
+                 spark=SparkApplicationSettings("spark:3.5.1", "spark", executor_instances=4)),
      {"type": "SparkApplication", "image": "spark:3.5.1", "serviceAccountName": "spark"}),
 ])
 def test_compute_and_what_the_registry_says_of_it(compute: dict[str, Any] | None, expected: ComputeSpec,
@@ -241,9 +243,37 @@ def test_metastore_access() -> None:
     ({"filesystem": "hdfs://nn:8020", "compute": {"type": "SparkApplication", "job": {"image": "x"}}},
      "ComputeIncomplete"),
     ({"filesystem": "hdfs://nn:8020", "scanInterval": "1w"}, "InvalidScanInterval"),
+    *(({"filesystem": "hdfs://nn:8020", "compute": {"type": "SparkApplication",
+                                                   "sparkApplication": {"image": "s:1", **settings}}}, "InvalidField")
+      for settings in ({"sparkVersion": "3"}, {"driver": {"cores": 0}}, {"driver": {"memory": "2 GB"}},
+                       {"executor": {"instances": "4"}}, {"executor": {"cores": True}}, {"executor": []},
+                       {"executor": {"memory": 4}})),
+    ({"filesystem": "hdfs://nn:8020", "compute": {"type": "KubernetesJob", "job": {"image": "x", "resources": []}}},
+     "InvalidField"),
 ])
 def test_refused_with_a_reason(spec: dict[str, Any], reason: str) -> None:
     assert refused(spec).reason == reason
+
+
+def test_spark_application_settings_are_all_taken_and_the_registry_still_names_only_type_image_account() -> None:
+    compute = hdfs(compute={"type": "SparkApplication", "sparkApplication": {
+        "image": "spark:4.0.1", "serviceAccountName": "spark", "sparkVersion": "4.0.1",
+        "driver": {"cores": 1, "memory": "2g"}, "executor": {"instances": 8, "cores": 4, "memory": "16g"}}}).compute
+    assert compute.spark == SparkApplicationSettings("spark:4.0.1", "spark", "4.0.1", 1, "2g", 8, 4, "16g")
+    assert compute.resources is None
+    assert compute.to_registry() == {"type": "SparkApplication", "image": "spark:4.0.1", "serviceAccountName": "spark"}
+    assert hash(compute) == hash(hdfs(compute={"type": "SparkApplication", "sparkApplication": {
+        "image": "spark:4.0.1", "serviceAccountName": "spark", "sparkVersion": "4.0.1",
+        "driver": {"cores": 1, "memory": "2g"}, "executor": {"instances": 8, "cores": 4, "memory": "16g"}}}).compute)
+
+
+def test_job_resources_are_a_copy_and_leave_the_spec_hashable() -> None:
+    resources = {"requests": {"cpu": "1"}, "limits": {"memory": "4Gi"}}
+    compute = hdfs(compute={"type": "KubernetesJob", "job": {"image": "tools:1", "resources": resources}}).compute
+    resources["limits"]["memory"] = "8Gi"
+    assert compute.resources == {"requests": {"cpu": "1"}, "limits": {"memory": "4Gi"}} and compute.spark is None
+    assert isinstance(hash(compute), int)
+    assert compute.to_registry() == {"type": "KubernetesJob", "image": "tools:1"}
 
 
 def test_aliases_of_one_family_are_not_a_scheme_change() -> None:

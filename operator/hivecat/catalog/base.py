@@ -6,7 +6,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from hivecat.catalog.model import (
-    DatabaseInfo, PartitionInfo, RelocationReport, RelocationRequest, JournaledRun, TableInfo,
+    DatabaseInfo, ParamsOutcome, PartitionInfo, RelocationReport, RelocationRequest, JournaledRun, TableInfo,
+    UnitParams,
 )
 
 
@@ -39,9 +40,21 @@ class Catalog(Protocol):
 
     def history(self) -> Sequence[JournaledRun]: ...
 
+    def update_unit_params(self, database: str, table: str, updates: Sequence[UnitParams]) -> ParamsOutcome:
+        """Set and remove parameters of many units (the table itself, or its partitions) in one call,
+        batched. Compare-and-set: a unit is written only while its storage location is exactly its
+        expected_location (when given); a unit whose location changed or that no longer exists is a
+        conflict and left alone; the others are written.
+
+        Raises LookupError (nothing written) when the table does not exist, ValueError when a unit is
+        listed twice or its values do not fit the table's partition keys.
+        """
+        ...
+
     def set_params(self, database: str, table: str, params: Mapping[str, str],
                    partition_values: Sequence[str] | None = None) -> None:
-        """Set table parameters (or a partition's, when partition_values is given)."""
+        """Set table parameters (or a partition's, when partition_values is given), whatever its location:
+        update_unit_params with one unit. LookupError when the table or partition does not exist."""
         ...
 
     def remove_params(self, database: str, table: str, keys: Sequence[str],

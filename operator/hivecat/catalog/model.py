@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 DEFAULT_PARAM_KEYS: tuple[str, ...] = ("path", "avro.schema.url")
@@ -189,3 +190,75 @@ class JournaledRun:
     started_at: str
     finished_at: str | None
     rows: int
+
+
+# --- replica bookkeeping: parameters of a table or partition, written compare-and-set ------------------
+
+PARTITION_GONE = "partition no longer exists"
+TABLE_GONE = "table no longer exists"
+
+
+@dataclass(frozen=True)
+class UnitParams:
+    """Parameters to set and keys to remove on one unit: the table itself (partition_values None) or one
+    partition, written only while the unit's storage location (SDS.LOCATION) is exactly expected_location
+    (None: written whatever the location, e.g. removing bookkeeping of a replica that goes).
+
+    `set` is kept as a tuple of (key, value) pairs, so the unit is immutable (and hashable); a Mapping or
+    any iterable of pairs is accepted and converted. A key may not be both set and removed.
+    """
+
+    partition_values: tuple[str, ...] | None
+    expected_location: str | None
+    set: tuple[tuple[str, str], ...] = ()
+    remove: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        pairs = tuple(self.set.items() if isinstance(self.set, Mapping) else self.set)
+        keys = [key for key, _ in pairs]
+        if len(set(keys)) != len(keys):  # the builtin: methods do not see the field of that name
+            raise ValueError(f"a key is set twice in {pairs!r}")
+        both = set(keys) & set(self.remove)
+        if both:
+            raise ValueError(f"keys both set and removed: {sorted(both)}")
+        if any(not isinstance(k, str) or not k or not isinstance(v, str) for k, v in pairs):
+            raise ValueError(f"parameters are non-empty string keys with string values, not {pairs!r}")
+        object.__setattr__(self, "set", pairs)
+        object.__setattr__(self, "remove", tuple(self.remove))
+        if self.partition_values is not None:
+            object.__setattr__(self, "partition_values", tuple(self.partition_values))
+
+    @property
+    def params(self) -> dict[str, str]:
+        return dict(self.set)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every key the unit touches (set or removed)."""
+        return tuple(k for k, _ in self.set) + self.remove
+
+    def conflict(self, location: str | None) -> str | None:
+        """Why the unit must not be written when its location is `location` (None: it may)."""
+        if self.expected_location is None or location == self.expected_location:
+            return None
+        return f"location is now {location!r}, expected {self.expected_location!r}"
+
+    def applied(self, current: Mapping[str, str]) -> dict[str, str]:
+        """The unit's parameters once this change is made to `current`."""
+        removed = set(self.remove)
+        return {**{k: v for k, v in current.items() if k not in removed}, **dict(self.set)}
+
+
+UnitRefusal = tuple[tuple[str, ...] | None, str]  # (partition values, or None for the table; why, in words)
+
+
+@dataclass(frozen=True)
+class ParamsOutcome:
+    """What update_unit_params did. written: units that passed the location check and now hold their
+    parameters. conflicts: units left alone because their location changed or they no longer exist.
+    failed: units the catalog refused for another reason (a value too long for its column or not storable
+    in the metastore's character set, a service error); neither kind is retried."""
+
+    written: int
+    conflicts: tuple[UnitRefusal, ...] = ()
+    failed: tuple[UnitRefusal, ...] = ()

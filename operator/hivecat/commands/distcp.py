@@ -8,7 +8,6 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 # Only light modules at the top: every `hivecat` command builds this parser. The engine (pyarrow,
@@ -35,10 +34,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     f"the files in ${CREDENTIALS_DIR_ENV} (access-key-id, secret-access-key) or "
                     "$AWS_ACCESS_KEY_ID / $AWS_SECRET_ACCESS_KEY, never from the command line.")
     what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--plan", type=Path, help="a plan document (JSON, version 1): the units to copy")
+    what.add_argument("--plan", metavar="URI|PATH",
+                      help="a plan document (JSON, version 1): the units to copy; a URI (file://, s3://, hdfs://) "
+                           "or a local path")
     what.add_argument("--from", dest="source", metavar="URI",
                       help="source directory URI, e.g. file:///data/t or s3://bucket/t (one unit; needs --to)")
     p.add_argument("--to", dest="target", metavar="URI", help="target directory URI (with --from)")
+    p.add_argument("--plan-digest", metavar="sha256:HEX",
+                   help="with --plan: refuse (exit 2, nothing written) a plan whose bytes have another digest")
     p.add_argument("--engine", choices=("auto", "spark", "local"), default="auto",
                    help="local: threads in this process; spark: Spark executors; auto: by size (default)")
     p.add_argument("--verify", choices=("size", "checksum"), default="size",
@@ -55,13 +58,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _copier(args: argparse.Namespace) -> Copier:
     from hivecat.copy.copier import Copier, CopyOptions
-    from hivecat.copy.plan import load_plan, single_unit_plan
+    from hivecat.copy.plan import single_unit_plan
+    from hivecat.copy.plan_store import check_digest, plan_source, read_plan
 
+    s3: S3Settings | None = None
     if args.plan is not None:
         if args.target:
             raise CopyInputError("--to goes with --from, not with --plan")
-        plan = load_plan(args.plan)
+        digest = None if args.plan_digest is None else check_digest(args.plan_digest)
+        where = plan_source(args.plan)
+        if where.is_object_store:
+            s3 = S3Settings.from_environment()
+        plan = read_plan(Storage(s3) if s3 else Storage(), where, digest)
     else:
+        if args.plan_digest is not None:
+            raise CopyInputError("--plan-digest goes with --plan")
         if not args.target:
             raise CopyInputError("--from needs --to")
         plan = single_unit_plan(args.source, args.target, roles=("--from", "--to"))
@@ -73,7 +84,9 @@ def _copier(args: argparse.Namespace) -> Copier:
                           parallelism=args.parallelism,
                           bandwidth=args.bandwidth * 1_000_000 if args.bandwidth else None)
     needs_s3 = any(loc.is_object_store for u in plan.units for loc in (u.source, u.target))
-    storage = Storage(S3Settings.from_environment()) if needs_s3 else Storage()
+    if needs_s3 and s3 is None:
+        s3 = S3Settings.from_environment()
+    storage = Storage(s3) if s3 else Storage()
     return Copier(plan, options, storage, engine=args.engine)
 
 

@@ -38,6 +38,16 @@ class CopyPlan:
 
 def plan_from_document(document: dict[str, Any], where: str = "") -> CopyPlan:
     documents.validate(documents.PLAN, document, where)
+    return _plan_of_valid(document)
+
+
+def plan_from_bytes(data: str | bytes, where: str = "") -> CopyPlan:
+    """The plan in a document's text: parsed and validated once (validation is most of the time a large plan
+    takes to load)."""
+    return _plan_of_valid(documents.parse(documents.PLAN, data, where))
+
+
+def _plan_of_valid(document: dict[str, Any]) -> CopyPlan:
     units = tuple(Unit(u["id"], parse_uri(u["source"], f"unit {u['id']!r}: source"),
                        parse_uri(u["target"], f"unit {u['id']!r}: target"), tuple(u.get("expected_files", ())))
                   for u in document["units"])
@@ -50,7 +60,7 @@ def load_plan(path: Path) -> CopyPlan:
         text = path.read_bytes()
     except OSError as exc:
         raise CopyInputError(f"cannot read plan {path}: {exc.strerror}") from None
-    return plan_from_document(documents.parse(documents.PLAN, text, str(path)), str(path))
+    return plan_from_bytes(text, str(path))
 
 
 def single_unit_plan(source_uri: str, target_uri: str, roles: tuple[str, str] = ("source", "target")) -> CopyPlan:

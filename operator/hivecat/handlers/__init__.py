@@ -27,3 +27,4 @@ def configure(settings: kopf.OperatorSettings, **_: object) -> None:
 
 from hivecat.handlers import hivecatalog  # noqa: E402,F401  (registers the HiveCatalog handlers)
 from hivecat.handlers import clusterstorage  # noqa: E402,F401  (registers the ClusterStorage handlers)
+from hivecat.handlers import tablereplica  # noqa: E402,F401  (registers the TableReplica handlers)

@@ -23,10 +23,10 @@ import kopf
 
 from hivecat import k8s
 from hivecat.catalog.base import Catalog
-from hivecat.catalog.connect import JournalSettings, open_catalog
 from hivecat.config import config
-from hivecat.kinds import (ANNOTATION_METASTORE_ADDRESS, ANNOTATION_SYNC_NOW, CLUSTER_STORAGE, GROUP, HIVE_CATALOG,
+from hivecat.kinds import (ANNOTATION_METASTORE_ADDRESS, CLUSTER_STORAGE, GROUP, HIVE_CATALOG,
                            TABLE_REPLICA, VERSION)
+from hivecat.handlers.ports import open_backend, run_asked
 from hivecat.reconcile.clusterstorage import (
     DRIFTED, READY, Backend, backends_of, register, registration_of, scan_pass)
 from hivecat.reconcile.conditions import Condition, find, merge
@@ -88,16 +88,7 @@ class LiveStoragePorts:
         k8s.apply(manifest)
 
     def open(self, backend: Backend) -> Catalog:
-        settings = config()
-        password = glue = None
-        if backend.password is not None:
-            password = k8s.read_secret(self.namespace, backend.password.name, backend.password.key).value
-        if backend.glue_credentials is not None:
-            ref = backend.glue_credentials
-            glue = (k8s.read_secret(self.namespace, ref.name, ref.access_key_id_key).value,
-                    k8s.read_secret(self.namespace, ref.name, ref.secret_access_key_key).value)
-        journal = JournalSettings(schema=settings.journal_schema, url=settings.journal_url)
-        return open_catalog(backend.target, password=password, journal=journal, glue_credentials=glue)
+        return open_backend(self.namespace, backend)
 
 
 def _members(bodies: Iterable[Mapping[str, Any]], own: str, own_previous: tuple[str, ...]) -> list[ClusterEntry]:
@@ -247,18 +238,16 @@ def _scan_due(body: kopf.Body, memo: kopf.Memo) -> bool:
         return False
     if status.get("observedGeneration") != body.meta.get("generation"):
         return False  # the event handler has not taken the spec yet
-    sync_now = (body.meta.annotations or {}).get(ANNOTATION_SYNC_NOW)
-    if sync_now != memo.get("sync_now_seen", sync_now):
-        memo["scan_now"] = True
-    memo["sync_now_seen"] = sync_now
-    if memo.pop("scan_now", False):
+    if run_asked(body, memo, "scan_now"):
         return True
     if time.time() >= memo.get("retry_at", float("inf")):
         memo.pop("retry_at")
         return True
     last = (status.get("drift") or {}).get("lastScanTime")
     last_epoch = datetime.strptime(last, "%Y-%m-%dT%H:%M:%SZ").timestamp() if last else None
-    interval = _interval(body)
+    if memo.get("interval_generation") != body.meta.get("generation"):  # parse the spec once per generation
+        memo["interval"], memo["interval_generation"] = _interval(body), body.meta.get("generation")
+    interval = memo["interval"]
     return time.time() >= next_scan_due(last_epoch, interval, f"{body.meta.namespace}/{body.meta.name}", time.time())
 
 

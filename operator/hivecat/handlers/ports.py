@@ -10,12 +10,41 @@ import kopf
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hivecat import k8s
+from hivecat.catalog.base import Catalog
+from hivecat.catalog.connect import JournalSettings, open_catalog
 from hivecat.catalog.glue.defaults import ensure_default_database, glue_client
 from hivecat.catalog.probes import ProbeResult, glue_failure, probe_glue, probe_sql, probe_thrift
 from hivecat.catalog.schema_version import SchemaState, read_schema_state
 from hivecat.catalog.targets import SqlTarget
-from hivecat.kinds import ANNOTATION_METASTORE_ADDRESS
+from hivecat.config import config
+from hivecat.kinds import ANNOTATION_METASTORE_ADDRESS, ANNOTATION_SYNC_NOW
+from hivecat.reconcile.clusterstorage import Backend
 from hivecat.specs.hivecatalog import HiveCatalogSpec
+
+
+def run_asked(body: kopf.Body, memo: kopf.Memo, flag: str) -> bool:
+    """Whether a pass was asked for: `memo[flag]` set by an event handler (a new spec, a restart), or the
+    `hivecatalog.io/sync-now` annotation changed since the daemon last looked. Consumes the request."""
+    sync_now = (body.meta.annotations or {}).get(ANNOTATION_SYNC_NOW)
+    if sync_now != memo.get("sync_now_seen", sync_now):
+        memo[flag] = True
+    memo["sync_now_seen"] = sync_now
+    return bool(memo.pop(flag, False))
+
+
+def open_backend(namespace: str, backend: Backend) -> Catalog:
+    """A catalog backend opened with the HiveCatalog's Secrets (read now, never kept) and the operator's
+    journal settings. Raises CatalogUnavailable or k8s.SecretUnavailable."""
+    settings = config()
+    password = glue = None
+    if backend.password is not None:
+        password = k8s.read_secret(namespace, backend.password.name, backend.password.key).value
+    if backend.glue_credentials is not None:
+        ref = backend.glue_credentials
+        glue = (k8s.read_secret(namespace, ref.name, ref.access_key_id_key).value,
+                k8s.read_secret(namespace, ref.name, ref.secret_access_key_key).value)
+    journal = JournalSettings(schema=settings.journal_schema, url=settings.journal_url)
+    return open_catalog(backend.target, password=password, journal=journal, glue_credentials=glue)
 
 
 class LivePorts:

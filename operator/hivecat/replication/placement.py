@@ -3,8 +3,8 @@ registered cluster whose filesystem, or an alias or previous filesystem of it, h
 and the clusters holding a verified copy of every unit (the replica bookkeeping parameters).
 
 Bookkeeping: a unit (an unpartitioned table, or one partition) copied to cluster C and verified carries the
-parameter `hivecat.replica.C.location` (table parameters for an unpartitioned table, partition parameters
-otherwise). Only the TableReplica reconciler writes it; routing only reads it.
+parameter `hivecat.replica.C.location` (replication/bookkeeping.py). Only the TableReplica reconciler writes
+it; routing only reads it.
 """
 
 from __future__ import annotations
@@ -15,13 +15,8 @@ from hivecat.catalog.base import Catalog
 from hivecat.catalog.model import TableInfo
 from hivecat.locations.prefix import InvalidLocation, is_under
 from hivecat.reconcile.registry import ClusterEntry
+from hivecat.replication.bookkeeping import replica_location_key
 from hivecat.replication.routing import Placement
-
-REPLICA_PREFIX = "hivecat.replica."
-
-
-def replica_location_key(cluster: str) -> str:
-    return f"{REPLICA_PREFIX}{cluster}.location"
 
 
 def cluster_of(location: str | None, clusters: Mapping[str, ClusterEntry]) -> str | None:

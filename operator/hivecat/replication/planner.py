@@ -10,8 +10,8 @@ scope: the way date-partitioned tables are kept hot on a secondary.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.model import PartitionInfo
@@ -38,9 +38,19 @@ class ReplicaScope:
 
 
 @dataclass(frozen=True)
+class UnitRef:
+    """A planned unit as the catalog has it: what bookkeeping writes compare and set."""
+
+    values: tuple[str, ...] | None       # partition values; None for an unpartitioned table
+    location: str                        # the unit's location as the catalog spells it (compare-and-set)
+    parameters: Mapping[str, str]        # its parameters when planned (what is recorded already)
+
+
+@dataclass(frozen=True)
 class ReplicaPlan:
     plan: CopyPlan
     outside: tuple[tuple[str, str | None], ...]  # (unit id, location) of units not on the primary cluster
+    refs: Mapping[str, UnitRef] = field(default_factory=dict)  # unit id -> the unit in the catalog
 
     @property
     def unit_ids(self) -> tuple[str, ...]:
@@ -62,28 +72,30 @@ def plan_replica(catalog: Catalog, scope: ReplicaScope, primary: ClusterEntry,
         partitions = list(catalog.list_partitions(scope.database, scope.table, scope.partition_filter))
         if scope.most_recent is not None:
             partitions = sorted(partitions, key=_values)[-scope.most_recent:] if scope.most_recent > 0 else []
-        units = [(unit_id(scope.database, scope.table, table.partition_keys, p.values), p.location)
-                 for p in sorted(partitions, key=_values)]
+        units = [(unit_id(scope.database, scope.table, table.partition_keys, p.values), p.location,
+                  tuple(p.values), p.parameters) for p in sorted(partitions, key=_values)]
     else:
-        units = [(unit_id(scope.database, scope.table), table.location)]
+        units = [(unit_id(scope.database, scope.table), table.location, None, table.parameters)]
     planned: list[Unit] = []
     outside: list[tuple[str, str | None]] = []
-    for uid, location in units:
-        target = _on_secondary(location, primary, secondary)
-        if target is None:
+    refs: dict[str, UnitRef] = {}
+    for uid, location, values, parameters in units:
+        target = on_secondary(location, primary, secondary)
+        if target is None or location is None:
             outside.append((uid, location))
             continue
-        planned.append(Unit(uid, parse_uri(location or "", f"unit {uid!r}: source"),
+        planned.append(Unit(uid, parse_uri(location, f"unit {uid!r}: source"),
                             parse_uri(target, f"unit {uid!r}: target")))
+        refs[uid] = UnitRef(values, location, dict(parameters))
     check_overlaps(planned)
-    return ReplicaPlan(CopyPlan(tuple(planned)), tuple(outside))
+    return ReplicaPlan(CopyPlan(tuple(planned)), tuple(outside), refs)
 
 
 def _values(partition: PartitionInfo) -> tuple[str, ...]:
     return tuple(partition.values)
 
 
-def _on_secondary(location: str | None, primary: ClusterEntry, secondary: ClusterEntry) -> str | None:
+def on_secondary(location: str | None, primary: ClusterEntry, secondary: ClusterEntry) -> str | None:
     """`location` under the secondary's filesystem, rebased from whichever of the primary's own prefixes holds it."""
     if not location:
         return None

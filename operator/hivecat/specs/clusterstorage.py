@@ -9,17 +9,18 @@ revert it), so the filesystems a ClusterStorage had before live in its status.""
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from hivecat.locations.prefix import InvalidLocation, LocationPrefix, is_under, parse_prefix, same_family
 from hivecat.specs.errors import SpecInvalid
-from hivecat.specs.fields import choice, flag, mapping, opt_str
+from hivecat.specs.fields import choice, flag, mapping, opt_str, whole
 
-__all__ = ["ComputeSpec", "ClusterStorageSpec", "SpecInvalid", "parse_cluster_storage", "previous_filesystems",
-           "canonical_uri", "same_location", "overlapping", "parse_scan_interval"]
+__all__ = ["ComputeSpec", "SparkApplicationSettings", "ClusterStorageSpec", "SpecInvalid", "parse_cluster_storage",
+           "previous_filesystems", "canonical_uri", "same_location", "overlapping", "parse_scan_interval"]
 
 COMPUTE_TYPES: Final = ("Local", "KubernetesJob", "SparkApplication")
 REPAIR_MODES: Final = ("Off", "DryRun", "Auto")
@@ -31,11 +32,29 @@ MAX_SCAN_INTERVAL: Final = 7 * 24 * 3600.0
 MAX_PREVIOUS: Final = 16  # status.previousFilesystems maxItems
 MAX_ALIASES: Final = 16  # spec.aliases maxItems
 MAX_URI: Final = 1024  # maxLength of spec.filesystem and spec.aliases[*]
+MAX_INT32: Final = 2**31 - 1  # the CRD's format: int32
 
 # The CRD's patterns. A scan interval is Go-duration-like, units from largest to smallest, each at most once.
 _URI: Final = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
 _SCAN_INTERVAL: Final = re.compile(r"(?:([0-9]{1,9})d)?(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m)?(?:([0-9]{1,9})s)?")
 _UNIT_SECONDS: Final = (86400, 3600, 60, 1)
+_SPARK_VERSION: Final = re.compile(r"[0-9]+\.[0-9]+(\.[0-9]+)?")
+_JVM_MEMORY: Final = re.compile(r"[0-9]+([kKmMgGtT][bB]?)?")
+
+
+@dataclass(frozen=True)
+class SparkApplicationSettings:
+    """spec.compute.sparkApplication: what each copy's SparkApplication runs and how large. Unset sizes are
+    left to the Spark operator's and Spark's defaults."""
+
+    image: str
+    service_account: str | None = None  # the driver's (it creates the executor pods); executors run as it too
+    spark_version: str | None = None
+    driver_cores: int | None = None
+    driver_memory: str | None = None  # JVM notation: 2g, 512m
+    executor_instances: int | None = None
+    executor_cores: int | None = None
+    executor_memory: str | None = None
 
 
 @dataclass(frozen=True)
@@ -43,6 +62,9 @@ class ComputeSpec:
     type: str = "Local"  # Local | KubernetesJob | SparkApplication
     image: str | None = None  # job.image or sparkApplication.image
     service_account: str | None = None
+    # job.resources as in a Pod spec (a copy, never kopf's body); not hashed: a dict cannot be
+    resources: Mapping[str, Any] | None = field(default=None, hash=False)
+    spark: SparkApplicationSettings | None = None  # with type SparkApplication
 
     def to_registry(self) -> dict[str, Any]:
         """What clusters.json says of it: no resources or sizes, which are the launchers' business."""
@@ -200,7 +222,37 @@ def _compute(value: Any) -> ComputeSpec:
     image = opt_str(settings, "image", where)
     if not image:
         raise SpecInvalid("ComputeIncomplete", f"compute type {kind} needs {where}.image: the image its runs use")
-    return ComputeSpec(kind, image, opt_str(settings, "serviceAccountName", where) or None)
+    account = opt_str(settings, "serviceAccountName", where) or None
+    if kind == "KubernetesJob":
+        resources = mapping(settings.get("resources"), f"{where}.resources")
+        return ComputeSpec(kind, image, account, resources=copy.deepcopy(dict(resources)) if resources else None)
+    return ComputeSpec(kind, image, account, spark=_spark_settings(settings, where, image, account))
+
+
+def _spark_settings(raw: Mapping[str, Any], where: str, image: str, account: str | None) -> SparkApplicationSettings:
+    driver = mapping(raw.get("driver"), f"{where}.driver")
+    executor = mapping(raw.get("executor"), f"{where}.executor")
+    return SparkApplicationSettings(
+        image=image, service_account=account,
+        spark_version=_matching(raw, "sparkVersion", where, _SPARK_VERSION, "a version such as 3.5.1"),
+        driver_cores=_count(driver, "cores", f"{where}.driver"),
+        driver_memory=_matching(driver, "memory", f"{where}.driver", _JVM_MEMORY, "JVM notation, e.g. 2g or 512m"),
+        executor_instances=_count(executor, "instances", f"{where}.executor"),
+        executor_cores=_count(executor, "cores", f"{where}.executor"),
+        executor_memory=_matching(executor, "memory", f"{where}.executor", _JVM_MEMORY,
+                                  "JVM notation, e.g. 4g or 512m"))
+
+
+def _count(raw: Mapping[str, Any], name: str, where: str) -> int | None:
+    """An optional int32 of at least 1, as the CRD has it."""
+    return None if raw.get(name) is None else whole(raw, name, where, 1, 1, MAX_INT32)
+
+
+def _matching(raw: Mapping[str, Any], name: str, where: str, pattern: re.Pattern[str], form: str) -> str | None:
+    value = opt_str(raw, name, where)
+    if value is not None and not pattern.fullmatch(value):
+        raise SpecInvalid("InvalidField", f"{where}.{name} must be {form}")
+    return value
 
 
 def _repair(value: Any) -> str:

@@ -15,7 +15,7 @@ catalog at a time: a lock row in the journal database. A dry run reads only: no 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +23,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from hivecat.catalog.api.backend import ApiBackend, WriteRejected
+from hivecat.catalog.api.params import ApiParams
 from hivecat.catalog.api.objects import (
     DATABASE, FUNCTION, PARTITION, TABLE, ObjectRef, Slot, read_slots, with_slots,
 )
@@ -72,8 +73,9 @@ class _Planned:
     report: RelocationReport
 
 
-class ApiCatalog(JournaledRelocation):
-    """The Catalog protocol over an ApiBackend; GlueCatalog and ThriftCatalog are this with their backend."""
+class ApiCatalog(ApiParams, JournaledRelocation):
+    """The Catalog protocol over an ApiBackend; GlueCatalog and ThriftCatalog are this with their backend.
+    Parameters (replica bookkeeping) are written by ApiParams (api/params.py)."""
 
     def __init__(self, backend: ApiBackend, journal_url: str | None = None):
         self.backend = backend
@@ -116,35 +118,6 @@ class ApiCatalog(JournaledRelocation):
         expr = parse_filter(partition_filter, self.backend.partition_key_types(raw_table)) if partition_filter else None
         for raw in self._partitions(database, raw_table, expr):
             yield self.backend.partition_info(database, table, raw)
-
-    # --- parameters (replica bookkeeping; not journaled) --------------------------------------------
-
-    def _change_params(self, database: str, table: str, partition_values: Sequence[str] | None,
-                       change: Callable[[dict[str, str]], dict[str, str]]) -> None:
-        raw_table = self._table(database, table)
-        if partition_values is None:
-            info = self.backend.table_info(database, raw_table)
-            new = self.backend.with_params(raw_table, change(dict(info.parameters)))
-            self.backend.write(ObjectRef(TABLE, database, table), new, raw_table)
-            return
-        values = tuple(partition_values)
-        raw = self.backend.reread_partitions(database, table, [values]).get(values)
-        if raw is None:
-            raise LookupError(f"partition {list(values)} of {database}.{table} does not exist")
-        info = self.backend.partition_info(database, table, raw)
-        rejected = self.backend.write_partitions(database, table,
-                                                 [self.backend.with_params(raw, change(dict(info.parameters)))])
-        if rejected:
-            raise next(iter(rejected.values()))
-
-    def set_params(self, database: str, table: str, params: Mapping[str, str],
-                   partition_values: Sequence[str] | None = None) -> None:
-        self._change_params(database, table, partition_values, lambda current: {**current, **params})
-
-    def remove_params(self, database: str, table: str, keys: Sequence[str],
-                      partition_values: Sequence[str] | None = None) -> None:
-        self._change_params(database, table, partition_values,
-                            lambda current: {k: v for k, v in current.items() if k not in set(keys)})
 
     # --- planning -----------------------------------------------------------------------------------
 

@@ -37,6 +37,8 @@ def postgresql_charsets(conn: sa.Connection) -> set[str]:
 
 def unstorable(text: str, charset: str, dialect: str) -> str | None:
     """The first character of `text` that `charset` cannot hold, or None (also for unknown charsets)."""
+    if text.isascii():  # every character set here holds ASCII; spares a per-character check of each value
+        return None
     if dialect == "postgresql":
         if charset.upper() in _PG_UNLIMITED:
             return None

@@ -42,6 +42,15 @@ class SqlReads:
         return [(r[0], r[1]) for r in conn.execute(
             sa.select(k.c.PKEY_NAME, k.c.PKEY_TYPE).where(k.c.TBL_ID == tbl_id).order_by(k.c.INTEGER_IDX))]
 
+    def _key_values(self, conn: sa.Connection, part_ids: list[int]) -> dict[int, tuple[str, ...]]:
+        """Each partition's values, in key order."""
+        kv = self.schema["PARTITION_KEY_VALS"]
+        values: dict[int, list[str]] = {}
+        for part_id, value in conn.execute(sa.select(kv.c.PART_ID, kv.c.PART_KEY_VAL).where(kv.c.PART_ID.in_(part_ids))
+                                           .order_by(kv.c.PART_ID, kv.c.INTEGER_IDX)):
+            values.setdefault(part_id, []).append(value)
+        return {part_id: tuple(v) for part_id, v in values.items()}
+
     def get_table(self, database: str, table: str) -> TableInfo | None:
         # HMS keeps names in lower case; a missing database lists no tables.
         return next((t for t in self.list_tables(database.lower()) if t.name == table.lower()), None)
@@ -104,7 +113,7 @@ class SqlReads:
 
     def list_partitions(self, database: str, table: str, partition_filter: str | None = None) -> Iterator[PartitionInfo]:
         s = self.schema
-        p, sd, kv, pp = s["PARTITIONS"].alias("p"), s["SDS"], s["PARTITION_KEY_VALS"], s["PARTITION_PARAMS"]
+        p, sd, pp = s["PARTITIONS"].alias("p"), s["SDS"], s["PARTITION_PARAMS"]
         with self.engine.connect() as conn:
             tbl_id = self._table_id(conn, database, table)
             if tbl_id is None:
@@ -115,15 +124,12 @@ class SqlReads:
             rows = conn.execute(sa.select(p.c.PART_ID, sd.c.LOCATION).outerjoin(sd, sd.c.SD_ID == p.c.SD_ID)
                                 .where(*conds).order_by(p.c.PART_NAME)).all()
             ids = [r.PART_ID for r in rows]
-            values: dict[int, list[str]] = {}
-            for part_id, value in conn.execute(sa.select(kv.c.PART_ID, kv.c.PART_KEY_VAL)
-                                               .where(kv.c.PART_ID.in_(ids)).order_by(kv.c.PART_ID, kv.c.INTEGER_IDX)):
-                values.setdefault(part_id, []).append(value)
+            values = self._key_values(conn, ids)
             params: dict[int, dict[str, str]] = {}
             for part_id, key, value in conn.execute(sa.select(pp.c.PART_ID, pp.c.PARAM_KEY, pp.c.PARAM_VALUE)
                                                     .where(pp.c.PART_ID.in_(ids))):
                 params.setdefault(part_id, {})[key] = value
         for r in rows:
-            yield PartitionInfo(database, table, tuple(values.get(r.PART_ID, ())), r.LOCATION,
+            yield PartitionInfo(database, table, values.get(r.PART_ID, ()), r.LOCATION,
                                 params.get(r.PART_ID, {}))
 

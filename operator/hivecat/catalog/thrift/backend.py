@@ -25,27 +25,15 @@ from hivecat.catalog.api.objects import (
     DATABASE, FUNCTION, PARTITION, TABLE, ObjectRef, Place, StorageFields, read_slots,
 )
 from hivecat.catalog.model import DatabaseInfo, ObjectKind, PartitionInfo, TableInfo
+from hivecat.catalog.partition_names import partition_name
 from hivecat.locations.partition_filter import Expr
 
 DEFAULT_BATCH = 500
 TABLES_PER_CALL = 100
-DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
-# Hive's FileUtils.escapePathName: these characters are stored %XX-escaped in partition names.
-_ESCAPED = frozenset([chr(c) for c in range(1, 0x20)] + list('"#%\'*/:=?\\\x7f{[]^'))
 THRIFT_ERRORS = (NoSuchObjectException, InvalidOperationException, MetaException)
 # Without it HMS recomputes numFiles/totalSize of every altered table and partition by listing its (new)
 # location: slow on object stores, and a change to values relocation did not mean to touch.
 KEEP_STATS = EnvironmentContext({"DO_NOT_UPDATE_STATS": "true"})
-
-
-def _escape(text: str) -> str:
-    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in text)
-
-
-def partition_name(keys: Sequence[str], values: Sequence[str]) -> str:
-    """The PART_NAME HMS stores for these values (Warehouse.makePartName)."""
-    return "/".join(f"{_escape(k.lower())}={_escape(v) if v else DEFAULT_PARTITION_NAME}"
-                    for k, v in zip(keys, values))
 
 
 # Skewed-value locations are listed for completeness: hmsclient 0.1.1 cannot even read a table that has them

@@ -1,0 +1,75 @@
+"""Replica bookkeeping: where a unit's verified copies are, kept in the catalog itself as parameters of the
+table (unpartitioned) or partition, so any client can see them and `hivecat route` can read them:
+
+    hivecat.replica.<cluster>.location   the copy's directory on that cluster
+    hivecat.replica.<cluster>.syncedAt   when a copy with this content was first verified (RFC 3339)
+    hivecat.replica.<cluster>.checksum   the fingerprint of the copy's manifest (replication/verify.py)
+
+Written only for units verified in sync, and only while the unit's own location is still the one the copy
+was made from (compare-and-set in the catalog). A unit found not in sync loses its keys: a copy that no
+longer matches the source is not a copy a query or a failover may use. `SDS.LOCATION` is never touched here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hivecat.catalog.model import UnitParams
+
+if TYPE_CHECKING:  # not at run time: `hivecat route` reads the keys without loading the copy engine
+    from hivecat.replication.planner import UnitRef
+    from hivecat.replication.verify import UnitCheck
+
+REPLICA_PREFIX = "hivecat.replica."
+FIELDS = ("location", "syncedAt", "checksum")
+
+
+def replica_key(cluster: str, field: str) -> str:
+    return f"{REPLICA_PREFIX}{cluster}.{field}"
+
+
+def replica_location_key(cluster: str) -> str:
+    return replica_key(cluster, "location")
+
+
+def replica_keys(cluster: str) -> tuple[str, ...]:
+    return tuple(replica_key(cluster, f) for f in FIELDS)
+
+
+@dataclass(frozen=True)
+class Bookkeeping:
+    updates: tuple[UnitParams, ...]
+    recorded: int  # units newly recorded (or re-recorded with new content)
+    cleared: int   # units whose keys are removed
+
+
+def bookkeeping(cluster: str, refs: Mapping[str, UnitRef], checks: Iterable[UnitCheck], now: str) -> Bookkeeping:
+    """The parameter writes that make the catalog say what `checks` found on `cluster`; none for a unit whose
+    recorded keys already say it (a no-change sync writes nothing)."""
+    location_key, synced_key, checksum_key = replica_keys(cluster)
+    updates: list[UnitParams] = []
+    recorded = cleared = 0
+    for check in checks:
+        ref = refs[check.unit.id]
+        current = ref.parameters
+        if check.in_sync:
+            wanted = {location_key: check.unit.target.uri, checksum_key: check.checksum or ""}
+            if all(current.get(k) == v for k, v in wanted.items()) and current.get(synced_key):
+                continue
+            updates.append(UnitParams(ref.values, ref.location, {**wanted, synced_key: now}))
+            recorded += 1
+        elif any(k in current for k in (location_key, synced_key, checksum_key)):
+            updates.append(UnitParams(ref.values, ref.location, {}, replica_keys(cluster)))
+            cleared += 1
+    return Bookkeeping(tuple(updates), recorded, cleared)
+
+
+def forget(clusters: Sequence[str], units: Sequence[tuple[tuple[str, ...] | None, Mapping[str, str]]]
+           ) -> list[UnitParams]:
+    """Removal of every key of `clusters` from the units (values, parameters) that carry any, one update per unit:
+    when a TableReplica goes. Locations are not compared: the keys go whatever the unit's location."""
+    keys = tuple(k for cluster in clusters for k in replica_keys(cluster))
+    return [UnitParams(values, None, {}, tuple(k for k in keys if k in parameters))
+            for values, parameters in units if any(k in parameters for k in keys)]

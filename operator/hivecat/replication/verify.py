@@ -1,0 +1,105 @@
+"""Is each unit's copy on a secondary whole and current? Decided from the data, never from a launcher's exit
+code: both sides listed and the copy's `_hivecat_manifest.json` read, exactly as the copy engine decides what a
+rerun would copy (its `decide`, without writing anything). A unit is in sync when the copy engine would copy
+nothing and delete nothing in it.
+
+The same check runs before a sync (only the units that need it are copied, a no-change sync launches nothing,
+and a target directory hivecat does not own is refused instead of taken over) and after it (only units
+verified now are recorded in the catalog).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from pyarrow import fs as pafs
+
+from hivecat.copy.copier import Copier, CopyOptions, UnitWork
+from hivecat.copy.plan import CopyPlan, Unit
+from hivecat.copy.storage import Storage
+from hivecat.copy.summary import FAILED
+
+IN_SYNC, STALE, NOT_OWNED, SOURCE_MISSING, UNREADABLE = "InSync", "Stale", "NotOwned", "SourceMissing", "Unreadable"
+CHECK_THREADS = 8  # units listed at once: listing is I/O (HDFS, S3 round trips), not CPU
+
+
+@dataclass(frozen=True)
+class UnitCheck:
+    unit: Unit
+    state: str                 # IN_SYNC | STALE | NOT_OWNED | SOURCE_MISSING | UNREADABLE
+    reason: str = ""
+    files: int = 0             # files of the unit on the source
+    bytes: int = 0             # their bytes
+    checksum: str | None = None  # in sync: the fingerprint of the copy's manifest
+    oldest_change_ns: int | None = None  # stale: mtime of the oldest source file not yet copied
+
+    @property
+    def in_sync(self) -> bool:
+        return self.state == IN_SYNC
+
+    @property
+    def copyable(self) -> bool:
+        """A copy run can bring it in sync (absent or out of date, and the target is hivecat's or empty)."""
+        return self.state == STALE
+
+
+def check_units(units: Iterable[Unit], storage: Storage, verify: str = "size") -> list[UnitCheck]:
+    """One UnitCheck per unit, in plan order. `verify` is the TableReplica's copy.verify: with checksum, both
+    sides' content is read, as the copy engine would."""
+    units = list(units)
+    if not units:
+        return []
+    copier = Copier(CopyPlan(tuple(units)), CopyOptions(verify=verify, dry_run=True, delete=True), storage)
+    with ThreadPoolExecutor(min(CHECK_THREADS, len(units))) as pool:
+        return list(pool.map(lambda indexed: _check(copier, storage, *indexed), enumerate(units)))
+
+
+def _check(copier: Copier, storage: Storage, index: int, unit: Unit) -> UnitCheck:
+    try:
+        source_kind = storage.filesystem(unit.source).get_file_info(unit.source.path).type
+    except OSError as exc:
+        return UnitCheck(unit, UNREADABLE, f"cannot read the source {unit.source.uri}: {exc}")
+    if source_kind != pafs.FileType.Directory:
+        return UnitCheck(unit, SOURCE_MISSING, f"the source directory {unit.source.uri} does not exist")
+    work = copier.decide(index, unit)
+    sizes = [stat.size for stat in work.source_files.values()]
+    counts = {"files": len(sizes), "bytes": sum(sizes)}
+    if work.result.status == FAILED:
+        return UnitCheck(unit, UNREADABLE, work.result.reason or "cannot be checked", **counts)
+    if work.manifest is None and work.target_files:
+        # Files without hivecat's manifest: somebody else's data (or a copy whose commit never finished on an
+        # object store). hivecat neither trusts nor overwrites it.
+        return UnitCheck(unit, NOT_OWNED, f"{unit.target.uri} holds {len(work.target_files)} files without "
+                                          "hivecat's manifest: not a copy hivecat made, so it is left alone", **counts)
+    if work.needs_commit(delete=True):
+        return UnitCheck(unit, STALE, _stale_reason(work), oldest_change_ns=_oldest_change(work), **counts)
+    return UnitCheck(unit, IN_SYNC, checksum=fingerprint(work), **counts)
+
+
+def _stale_reason(work: UnitWork) -> str:
+    if work.manifest is None:
+        return "not copied yet"
+    parts = []
+    if work.to_copy:
+        parts.append(f"{len(work.to_copy)} files new or changed on the source")
+    if work.extras:
+        parts.append(f"{len(work.extras)} files gone from the source")
+    return ", ".join(parts) or "out of date"
+
+
+def _oldest_change(work: UnitWork) -> int | None:
+    changed = [work.source_files[p].mtime_ns for p in work.to_copy]
+    return min(changed) if changed else None
+
+
+def fingerprint(work: UnitWork) -> str:
+    """sha256 of what the copy's manifest says of each file (path, size, checksum or source mtime): equal for
+    two copies of the same content; recorded in the catalog as `hivecat.replica.<cluster>.checksum`."""
+    recorded = work.manifest or {}
+    entries = [(path, entry["size"], entry.get("checksum") or entry["source_mtime_ns"])
+               for path, entry in sorted(recorded.items())]
+    return "sha256:" + hashlib.sha256(json.dumps(entries, separators=(",", ":")).encode()).hexdigest()

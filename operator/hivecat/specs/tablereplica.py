@@ -1,0 +1,151 @@
+"""A TableReplica's spec as frozen dataclasses: parsed from the CR body (a Mapping, as kopf gives it),
+defaults applied as the CRD applies them, and the CRD's schema and CEL rules checked again (a body can reach
+the operator without them). The partition filter is only kept here: its grammar depends on the table's
+partition-key types, so the planner checks it against the catalog. No I/O."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from hivecat.specs.errors import SpecInvalid
+from hivecat.specs.fields import choice, flag, mapping, opt_str, whole
+
+__all__ = ["CopySettings", "TableReplicaSpec", "parse_table_replica", "parse_duration", "SpecInvalid"]
+
+DEFAULT_INTERVAL: Final = 3600.0  # a TableReplica without schedule.interval syncs hourly
+MIN_INTERVAL: Final = 1.0
+MAX_INTERVAL: Final = 30 * 24 * 3600.0
+MAX_SECONDARIES: Final = 16
+VERIFY_MODES: Final = ("size", "checksum")
+ENGINES: Final = ("auto", "spark", "local")
+_NAME: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_IDENTIFIER: Final = re.compile(r"[A-Za-z0-9_]{1,128}")
+# The CRD's pattern: Go durations without sign or µs/ns, e.g. 15m, 1h30m, 2.5h, 500ms.
+_DURATION: Final = re.compile(r"(?:[0-9]+(?:\.[0-9]+)?(?:ms|s|m|h))+")
+_DURATION_PART: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)")
+_UNIT_SECONDS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+@dataclass(frozen=True)
+class CopySettings:
+    verify: str = "size"  # size | checksum: how the copy engine and the operator's verification compare files
+    parallelism: int | None = None
+    bandwidth_mbps: int | None = None
+    engine: str = "auto"  # auto | spark | local
+
+
+@dataclass(frozen=True)
+class TableReplicaSpec:
+    name: str
+    namespace: str
+    catalog: str  # spec.catalogRef.name: a HiveCatalog in the same namespace
+    database: str
+    table: str
+    partition_filter: str | None
+    most_recent: int | None
+    primary: str | None  # None: the cluster holding the table's location (resolved against the registry)
+    secondaries: tuple[str, ...]
+    active: str | None  # None: the primary
+    interval: float  # seconds between the starts of two syncs
+    copy: CopySettings
+    suspend: bool
+
+    @property
+    def qualified_table(self) -> str:
+        return f"{self.database}.{self.table}"
+
+    def clusters(self) -> tuple[str, ...]:
+        """Every ClusterStorage the spec names, primary first."""
+        named = ((self.primary,) if self.primary else ()) + self.secondaries
+        return named + ((self.active,) if self.active and self.active not in named else ())
+
+
+def parse_table_replica(body: Mapping[str, Any]) -> TableReplicaSpec:
+    """The typed spec of a TableReplica body, or SpecInvalid naming the first problem."""
+    meta = body.get("metadata") or {}
+    spec = mapping(body.get("spec"), "spec")
+    catalog = opt_str(mapping(spec.get("catalogRef"), "spec.catalogRef"), "name", "spec.catalogRef")
+    if not catalog:
+        raise SpecInvalid("InvalidField", "spec.catalogRef.name is required: the HiveCatalog, in the same "
+                                          "namespace, that holds the table")
+    database = _identifier(spec, "database", "default")
+    table = _identifier(spec, "table", None)
+    partitions = mapping(spec.get("partitions"), "spec.partitions")
+    partition_filter = opt_str(partitions, "filter", "spec.partitions") or None
+    most_recent = whole(partitions, "mostRecent", "spec.partitions", 0, 1, 2**31 - 1) or None
+    primary = _cluster(spec, "primary")
+    secondaries = _secondaries(spec.get("secondaries"))
+    active = _cluster(spec, "active")
+    if primary is not None and primary in secondaries:
+        raise SpecInvalid("InvalidClusters", f"spec.primary {primary} must not also be listed in spec.secondaries")
+    if active is not None and active != primary and active not in secondaries:
+        raise SpecInvalid("InvalidClusters", f"spec.active {active} must name spec.primary or one of "
+                                             "spec.secondaries")
+    schedule = mapping(spec.get("schedule"), "spec.schedule")
+    interval = schedule.get("interval")
+    copy = mapping(spec.get("copy"), "spec.copy")
+    return TableReplicaSpec(
+        name=str(meta.get("name") or ""),
+        namespace=str(meta.get("namespace") or "default"),
+        catalog=catalog,
+        database=database,
+        table=table,
+        partition_filter=partition_filter,
+        most_recent=most_recent,
+        primary=primary,
+        secondaries=secondaries,
+        active=active,
+        interval=DEFAULT_INTERVAL if interval is None else parse_duration(interval, "spec.schedule.interval"),
+        copy=CopySettings(
+            verify=choice(copy, "verify", VERIFY_MODES, "size", "spec.copy"),
+            parallelism=whole(copy, "parallelism", "spec.copy", 0, 1, 2**31 - 1) or None,
+            bandwidth_mbps=whole(copy, "bandwidthMBps", "spec.copy", 0, 1, 2**31 - 1) or None,
+            engine=choice(copy, "engine", ENGINES, "auto", "spec.copy"),
+        ),
+        suspend=flag(spec, "suspend", "spec", False),
+    )
+
+
+def parse_duration(value: Any, where: str) -> float:
+    """Seconds of a Go-style duration such as 15m, 1h30m or 90s, within MIN_INTERVAL..MAX_INTERVAL."""
+    if not isinstance(value, str) or not _DURATION.fullmatch(value):
+        raise SpecInvalid("InvalidSchedule", f"{where} {str(value)[:40]!r} is not a duration such as 15m, 1h30m "
+                                             "or 90s")
+    seconds = sum(float(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION_PART.findall(value))
+    if not MIN_INTERVAL <= seconds <= MAX_INTERVAL:
+        raise SpecInvalid("InvalidSchedule", f"{where} {value} is outside 1s to 30 days (720h)")
+    return seconds
+
+
+def _identifier(spec: Mapping[str, Any], field: str, default: str | None) -> str:
+    value = opt_str(spec, field, "spec")
+    if value is None and default is not None:
+        return default
+    if not value or not _IDENTIFIER.fullmatch(value):
+        raise SpecInvalid("InvalidField", f"spec.{field} must be a Hive name of letters, digits and underscores "
+                                          "(at most 128)")
+    return value.lower()  # Hive keeps database and table names in lower case
+
+
+def _cluster(spec: Mapping[str, Any], field: str) -> str | None:
+    value = opt_str(spec, field, "spec")
+    if value is None:
+        return None
+    if len(value) > 253 or not _NAME.fullmatch(value):
+        raise SpecInvalid("InvalidField", f"spec.{field} must be the name of a ClusterStorage")
+    return value
+
+
+def _secondaries(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value:
+        raise SpecInvalid("InvalidClusters", "spec.secondaries must list at least one ClusterStorage to copy to")
+    if len(value) > MAX_SECONDARIES:
+        raise SpecInvalid("InvalidClusters", f"spec.secondaries lists {len(value)} ClusterStorages; at most "
+                                             f"{MAX_SECONDARIES}")
+    names = tuple(_cluster({"secondaries": item}, "secondaries") or "" for item in value)
+    if len(set(names)) != len(names):
+        raise SpecInvalid("InvalidClusters", "spec.secondaries must not contain duplicates")
+    return names

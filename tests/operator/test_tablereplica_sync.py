@@ -1,0 +1,237 @@
+"""TableReplica syncs for real: Spark creates a partitioned Parquet table through a Hive Metastore 3.1.3 on
+MariaDB (tests/support/thrift_catalog.py), its data in a local directory registered as ClusterStorage `main`;
+the operator copies it to two other registered directories with the copy engine (the Local launcher: a child
+process of the operator), checks every unit's manifest against the source, records the copies in the
+metastore's partition parameters and reports them in status. A partition added by Spark is the only unit the
+next sync copies. A secondary whose copies run as Kubernetes Jobs gets a Job that kwok completes without
+copying: nothing is recorded for it, and a failover to it is refused. A failover to a verified secondary
+moves every location, and Spark reads every row from there with the primary's directory gone; deleting the
+TableReplica while failed over waits for the failback, then removes its bookkeeping and leaves the data alone.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import sqlalchemy as sa
+from hmsclient import hmsclient
+from kube.clients import Client
+
+from hivecat.copy.manifest import MANIFEST_NAME
+from hivecat.kinds import ANNOTATION_SYNC_NOW
+from hivecat.local.scratch_db import drop_database
+from hivecat.replication.bookkeeping import REPLICA_PREFIX, replica_key
+from support.crds import declared_status
+from support.kube_resources import apply, events, get, status_of, wait_for, wait_reason
+from support.location_dump import dump_locations
+from support.services import unique_name
+from support.thrift_catalog import served_catalog
+
+DAYS = ("2026-11-01", "2026-11-02", "2026-11-03")
+IMAGE = "registry.example.com/hivecat:1.0"
+SPARK = textwrap.dedent("""
+    import sys
+    from pyspark.sql import SparkSession
+    spark = SparkSession.builder.master("local[1]").enableHiveSupport().getOrCreate()
+    if sys.argv[1] == "create":
+        spark.sql(f"CREATE DATABASE sales LOCATION '{sys.argv[2]}/warehouse/sales.db'")
+        spark.sql("CREATE TABLE sales.orders (id INT, v STRING) PARTITIONED BY (dt STRING) STORED AS PARQUET")
+        spark.sql("INSERT INTO sales.orders PARTITION (dt) VALUES (1, 'a', '2026-11-01'), (2, 'b', '2026-11-01'),"
+                  " (3, 'c', '2026-11-02'), (4, 'd', '2026-11-03')")
+    elif sys.argv[1] == "add":
+        spark.sql("INSERT INTO sales.orders PARTITION (dt='2026-11-04') VALUES (5, 'e')")
+    rows = spark.sql("SELECT id, v, dt FROM sales.orders ORDER BY id").collect()
+    print("ROWS", [(r.id, r.v, r.dt) for r in rows])
+    spark.stop()
+""")
+
+
+def storage(name: str, root: Path, job_image: str | None = None) -> dict:
+    spec: dict = {"catalogRef": {"name": "sales"}, "filesystem": f"file://{root}", "repair": "Off"}
+    if job_image:
+        spec["compute"] = {"type": "KubernetesJob", "job": {"image": job_image}}
+    return {"apiVersion": "hivecatalog.io/v1alpha1", "kind": "ClusterStorage", "metadata": {"name": name},
+            "spec": spec}
+
+
+def replica(sync: str | None = None, secondaries: list[str] | None = None, active: str | None = None) -> dict:
+    metadata: dict = {"name": "orders"}
+    if sync:
+        metadata["annotations"] = {ANNOTATION_SYNC_NOW: sync}
+    return {"apiVersion": "hivecatalog.io/v1alpha1", "kind": "TableReplica", "metadata": metadata,
+            "spec": {"catalogRef": {"name": "sales"}, "database": "sales", "table": "orders", "primary": "main",
+                     "secondaries": secondaries or ["dr1", "dr2"], "schedule": {"interval": "1h"},
+                     **({"active": active} if active else {})}}
+
+
+@pytest.fixture
+def journal(mariadb_server: str, metastore_db: str) -> Iterator[str]:
+    """A database on the metastore's server for the relocation journal, which the catalog's user may write."""
+    name, user = unique_name("hc_tr_journal"), sa.make_url(metastore_db).username
+    admin = sa.create_engine(mariadb_server)
+    with admin.begin() as conn:
+        for host in ("localhost", "127.0.0.1", "%"):
+            conn.execute(sa.text(f"GRANT ALL PRIVILEGES ON `{name}`.* TO '{user}'@'{host}'"))
+    admin.dispose()
+    yield name
+    drop_database(mariadb_server, name)
+
+
+def partitions(port: int) -> dict[str, tuple[str, dict[str, str]]]:
+    with hmsclient.HMSClient(host="127.0.0.1", port=port) as client:
+        return {p.values[0]: (p.sd.location, dict(p.parameters)) for p in client.get_partitions("sales", "orders", -1)}
+
+
+def test_copies_recorded_in_the_metastore_new_partitions_only_and_bookkeeping_released(
+        kubectl: Client, namespace: str, run_operator, metastore_db: str, journal: str, tmp_path: Path) -> None:
+    roots = {name: tmp_path / "clusters" / name for name in ("main", "dr1", "dr2", "dr3")}
+    for root in roots.values():
+        root.mkdir(parents=True)
+    run_operator(namespace, env={"HIVECAT_ALLOWED_IMAGES": "registry.example.com/hivecat:*",
+                                 "HIVECAT_JOURNAL_SCHEMA": journal})  # failovers are journaled there
+    with served_catalog(kubectl, namespace, metastore_db, tmp_path) as served:
+        created = served.spark(SPARK, "create", f"file://{roots['main']}")
+        assert "ROWS [(1, 'a', '2026-11-01'), (2, 'b', '2026-11-01'), (3, 'c', '2026-11-02'), (4, 'd', " \
+               "'2026-11-03')]" in created.stdout
+        apply(kubectl, namespace, *(storage(name, roots[name]) for name in ("main", "dr1", "dr2")))
+        for name in ("main", "dr1", "dr2"):
+            wait_reason(kubectl, namespace, name, "Registered", kind="clusterstorage", timeout=60)
+        before = partitions(served.port)
+        table_dir = roots["main"] / "warehouse" / "sales.db" / "orders"
+        # Hive spells local locations file:/path (Hadoop's Path); the registry's filesystem is file:///path
+        assert {location for location, _ in before.values()} == {f"file:{table_dir}/dt={d}" for d in DAYS}
+
+        # The first sync: every unit copied to both secondaries, verified, recorded.
+        apply(kubectl, namespace, replica())
+        status = wait_for("both copies in sync", lambda: (s := status_of(kubectl, namespace, "orders",
+                                                                         "tablereplica")).get("inSync") == "2/2" and s,
+                          timeout=120)
+        first_run = status["lastRunId"]
+        assert status["phase"] == "InSync" and status["active"] == "main" and status["lag"] == "0s"
+        secondaries = {r["cluster"]: r for r in status["replicas"] if r["role"] == "Secondary"}
+        for name in ("dr1", "dr2"):
+            entry = secondaries[name]
+            copy_dir = roots[name] / "warehouse" / "sales.db" / "orders"
+            assert (entry["state"], entry["units"], entry["unitsTotal"], entry["lastOutcome"]) == (
+                "InSync", 3, 3, "Succeeded")
+            assert entry["location"] == f"file://{copy_dir}" and entry["bytes"] == entry["bytesCopied"] > 0
+            for day in DAYS:
+                source, copy = table_dir / f"dt={day}", copy_dir / f"dt={day}"
+                assert (copy / MANIFEST_NAME).is_file()
+                assert sorted(p.name for p in source.iterdir()) == sorted(
+                    p.name for p in copy.iterdir() if p.name != MANIFEST_NAME)
+                for data in source.iterdir():
+                    assert (copy / data.name).read_bytes() == data.read_bytes()
+        recorded = partitions(served.port)
+        for day in DAYS:
+            location, parameters = recorded[day]
+            assert location == before[day][0]  # SDS.LOCATION stays on the active cluster
+            for name in ("dr1", "dr2"):
+                assert parameters[replica_key(name, "location")] == \
+                    f"file://{roots[name]}/warehouse/sales.db/orders/dt={day}"
+                assert parameters[replica_key(name, "checksum")].startswith("sha256:")
+                assert parameters[replica_key(name, "syncedAt")].endswith("Z")
+        synced = wait_for("the Synced Event", lambda: events(kubectl, namespace, "Synced"))
+        assert first_run in synced[0]["message"] and "dr1: 3/3 units in sync, 3 recorded" in synced[0]["message"]
+        conditions = {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
+        assert conditions == {"Ready": ("True", "ActiveAvailable"), "InSync": ("True", "AllUnitsVerified"),
+                              "Degraded": ("False", "NoProblems")}
+        # Every status field the operator writes is declared in the CRD, and the printer columns show it.
+        assert set(status) - {"kopf"} <= declared_status("tablereplicas.yaml")
+        assert all(set(r) <= declared_status("tablereplicas.yaml", "replicas") for r in status["replicas"])
+        table = kubectl("get", "-n", namespace, "tablereplica", "orders").stdout
+        assert "2/2" in table and "InSync" in table and "0s" in table
+
+        # A partition added on the primary: the next sync (asked for now) copies it and nothing else.
+        manifests = {(name, day): (roots[name] / "warehouse/sales.db/orders" / f"dt={day}" / MANIFEST_NAME
+                                   ).read_bytes() for name in ("dr1", "dr2") for day in DAYS}
+        served.spark(SPARK, "add")
+        apply(kubectl, namespace, replica(sync="1"))
+        status = wait_for("the new partition in sync", lambda: (s := status_of(kubectl, namespace, "orders",
+                                                                               "tablereplica"))
+                          .get("lastRunId") != first_run and s.get("inSync") == "2/2" and s, timeout=120)
+        assert [(r["units"], r["unitsTotal"]) for r in status["replicas"] if r["role"] == "Secondary"] == [(4, 4)] * 2
+        for (name, day), manifest in manifests.items():  # the units in sync before were not rewritten
+            assert (roots[name] / "warehouse/sales.db/orders" / f"dt={day}" / MANIFEST_NAME).read_bytes() == manifest
+        recorded = partitions(served.port)
+        assert replica_key("dr2", "location") in recorded["2026-11-04"][1]
+
+        # A secondary whose copies run as Kubernetes Jobs: kwok completes the Job without copying anything
+        # (it runs no containers), so nothing may be recorded for that secondary, and status says why.
+        apply(kubectl, namespace, storage("dr3", roots["dr3"], job_image=IMAGE))
+        wait_reason(kubectl, namespace, "dr3", "Registered", kind="clusterstorage", timeout=60)
+        synced_before = status["lastRunId"]
+        apply(kubectl, namespace, replica(sync="2", secondaries=["dr1", "dr2", "dr3"]))
+        status = wait_for("the Job's sync", lambda: (s := status_of(kubectl, namespace, "orders", "tablereplica"))
+                          .get("lastRunId") != synced_before and s.get("inSync") == "2/3" and s, timeout=180)
+        dr3 = next(r for r in status["replicas"] if r["cluster"] == "dr3")
+        assert (dr3["units"], dr3["unitsTotal"], dr3["state"], dr3["lastOutcome"]) == (0, 4, "Stale", "Unverified")
+        degraded = next(c for c in status["conditions"] if c["type"] == "Degraded")
+        assert degraded["status"] == "True"
+        assert "dr3: the copy ended without error, but 4 units are not verified" in degraded["message"]
+        assert not [k for _, parameters in partitions(served.port).values() for k in parameters
+                    if k.startswith(replica_key("dr3", ""))]
+        jobs = kubectl.json("get", "-n", namespace, "jobs", "-l", "hivecatalog.io/tablereplica=orders")["items"]
+        assert len(jobs) == 1 and jobs[0]["metadata"]["ownerReferences"][0]["name"] == "orders"
+        plan_uri = jobs[0]["metadata"]["annotations"]["hivecatalog.io/copy-plan"]
+        assert plan_uri.startswith(f"file://{roots['dr3']}/.hivecat/plans/{namespace}/orders/")
+        container = jobs[0]["spec"]["template"]["spec"]["containers"][0]
+        assert container["image"] == IMAGE and plan_uri in container["command"]
+        plan = json.loads(Path(plan_uri.removeprefix("file://")).read_text())  # the plan the Job was given
+        assert len(plan["units"]) == 4 and all(u["target"].startswith(f"file://{roots['dr3']}/") for u in plan["units"])
+        recorded = partitions(served.port)
+
+        # Failover to dr3, where nothing is verified: refused, and not one location in the metastore changes.
+        dump = dump_locations(metastore_db)
+        apply(kubectl, namespace, replica(sync="3", secondaries=["dr1", "dr2", "dr3"], active="dr3"))
+        refused = wait_reason(kubectl, namespace, "orders", "FailoverRefused", kind="tablereplica", timeout=120)
+        assert "failover to dr3 refused, nothing was changed: 4 of 4 units not whole and current on dr3" \
+            in refused["message"]
+        assert dump_locations(metastore_db) == dump
+
+        # Failover to dr1: every location moves to its verified copies, and with the primary's directory gone,
+        # Spark reads every row through the metastore from dr1.
+        synced_before = status_of(kubectl, namespace, "orders", "tablereplica")["lastRunId"]
+        apply(kubectl, namespace, replica(sync="4", active="dr1"))
+        status = wait_for("the failover", lambda: (s := status_of(kubectl, namespace, "orders", "tablereplica"))
+                          .get("active") == "dr1" and s.get("lastRunId") != synced_before and s, timeout=120)
+        assert status["primary"] == "main" and status["lastFailoverTime"]
+        assert [(r["cluster"], r["role"]) for r in status["replicas"]][:2] == [("dr1", "Active"), ("main", "Primary")]
+        failed_over = wait_for("the FailedOver Event", lambda: events(kubectl, namespace, "FailedOver"))
+        assert "4 units verified, 5 locations rewritten" in failed_over[0]["message"]
+        dr1_table = f"file://{roots['dr1']}/warehouse/sales.db/orders"
+        assert {location for location, _ in partitions(served.port).values()} == {
+            f"{dr1_table}/dt={day}" for day in (*DAYS, "2026-11-04")}
+        away = roots["main"] / "away"
+        table_dir.rename(away)
+        try:
+            read = served.spark(SPARK, "read")
+            assert "ROWS [(1, 'a', '2026-11-01'), (2, 'b', '2026-11-01'), (3, 'c', '2026-11-02'), (4, 'd', " \
+                   "'2026-11-03'), (5, 'e', '2026-11-04')]" in read.stdout
+        finally:
+            away.rename(table_dir)
+
+        # Deleting while failed over waits for a failback; spec.active back on the primary fails back (the
+        # originals are what the copies were made from) and the deletion goes on.
+        kubectl("delete", "-n", namespace, "tablereplica", "orders", "--wait=false")
+        wait_reason(kubectl, namespace, "orders", "DeletionBlocked", kind="tablereplica", timeout=60)
+        assert {location for location, _ in partitions(served.port).values()} == {
+            f"{dr1_table}/dt={day}" for day in (*DAYS, "2026-11-04")}
+        apply(kubectl, namespace, replica())
+        wait_for("the TableReplica gone", lambda: get(kubectl, namespace, "tablereplica", "orders") is None,
+                 timeout=120)
+        assert events(kubectl, namespace, "FailedBack")
+        after = partitions(served.port)
+        # Back on the primary's directories (as the location engine spells its filesystem).
+        assert {day: location for day, (location, _) in after.items()} == {
+            day: f"file://{table_dir}/dt={day}" for day in (*DAYS, "2026-11-04")}
+        assert not [k for _, parameters in after.values() for k in parameters if k.startswith(REPLICA_PREFIX)]
+        for name in ("dr1", "dr2"):
+            assert (roots[name] / "warehouse/sales.db/orders/dt=2026-11-04" / MANIFEST_NAME).is_file()
+        read = served.spark(SPARK, "read")
+        assert "(5, 'e', '2026-11-04')" in read.stdout

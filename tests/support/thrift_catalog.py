@@ -1,0 +1,95 @@
+"""A Thrift-mode HiveCatalog served for real in the operator tier: its database initialised with the command
+of the schema Job the operator would create, the HiveCatalog applied, and the metastore pod's own command run
+by the test in the stand-in image (kwok runs no containers) — Hive Metastore 3.1.3 on MariaDB, reached at
+127.0.0.1:PORT through the catalog's address annotation. Also Spark configured from the catalog's client
+ConfigMap, as a user's job would be.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlalchemy as sa
+from kube.clients import Client
+
+from hivecat.kinds import ANNOTATION_METASTORE_ADDRESS
+from hivecat.local.net import free_port, wait_for_port
+from hivecat.local.processes import stop_process_group
+from hivecat.reconcile.schema import Init
+from hivecat.specs.hivecatalog import parse_hive_catalog
+from hivecat.workloads.metastore import metastore_config_map
+from hivecat.workloads.schema_job import schema_job
+from support.hive_image import STANDIN_PORT_ENV, StandInImage
+from support.hive_metastores import HIVE3
+from support.kube_resources import apply, get, password_secret, wait_for
+
+SECRET = "metastore-db"
+
+
+def catalog_manifest(name: str, db_url: str, address: str) -> dict:
+    url = sa.make_url(db_url)
+    return {"apiVersion": "hivecatalog.io/v1alpha1", "kind": "HiveCatalog",
+            "metadata": {"name": name, "annotations": {ANNOTATION_METASTORE_ADDRESS: address}},
+            "spec": {"database": {"type": "mariadb", "host": url.host, "port": url.port or 3306,
+                                  "name": url.database, "user": url.username, "passwordSecretRef": {"name": SECRET}},
+                     "metastore": {"hiveVersion": HIVE3.version, "warehouseDir": "file:///tmp/unused-warehouse"}}}
+
+
+@dataclass(frozen=True)
+class ServedCatalog:
+    name: str
+    port: int            # the metastore's Thrift port on 127.0.0.1
+    spark_conf: Path     # SPARK_CONF_DIR with the catalog's client files, pointed at 127.0.0.1:port
+
+    def spark(self, script: str, *args: str, check: bool = True, extra_conf: dict[str, str] | None = None
+              ) -> subprocess.CompletedProcess:
+        """Run a PySpark script (a separate process, as a user's job) with the catalog's client config."""
+        env = {**os.environ, "SPARK_CONF_DIR": str(self.spark_conf), "SPARK_LOCAL_IP": "127.0.0.1",
+               "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+        done = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True,
+                              timeout=300, cwd=self.spark_conf)
+        if check:
+            assert done.returncode == 0, done.stderr[-4000:]
+        return done
+
+
+@contextmanager
+def served_catalog(kubectl: Client, namespace: str, metastore_db: str, tmp_path: Path, name: str = "sales",
+                   extra_spark_conf: dict[str, str] | None = None) -> Iterator[ServedCatalog]:
+    """Apply the HiveCatalog (an operator must be running) and serve its metastore until the block ends."""
+    password = sa.make_url(metastore_db).password
+    secrets = {(SECRET, "password"): password}
+    port = free_port()
+    manifest = catalog_manifest(name, metastore_db, f"127.0.0.1:{port}")
+    spec = parse_hive_catalog({**manifest, "metadata": {**manifest["metadata"], "namespace": namespace}},
+                              default_image="x")
+    image = StandInImage(tmp_path / "image", HIVE3, "mysql")
+    conf_dir = StandInImage.conf_dir(tmp_path / "pod", metastore_config_map(spec)["data"])
+    init = schema_job(spec, Init("3.1.0"))["spec"]["template"]["spec"]["containers"][0]
+    image.run(init, image.environment(init, secrets, conf_dir))
+    apply(kubectl, namespace, password_secret(SECRET, password), manifest)
+    deployment = wait_for("the metastore Deployment", lambda: get(kubectl, namespace, "deployment",
+                                                                  f"{name}-metastore"))
+    server = deployment["spec"]["template"]["spec"]["containers"][0]
+    metastore = image.start(server, image.environment(server, secrets, conf_dir, {STANDIN_PORT_ENV: str(port)}),
+                            tmp_path / "metastore.log")
+    try:
+        wait_for_port(port, timeout=120)
+        files = kubectl.json("get", "-n", namespace, "configmap", f"{name}-client")["data"]
+        endpoint = f"thrift://{name}-metastore.{namespace}.svc:9083"
+        spark_conf = tmp_path / "spark-conf"
+        spark_conf.mkdir()
+        local = f"thrift://127.0.0.1:{port}"
+        (spark_conf / "hive-site.xml").write_text(files["hive-site.xml"].replace(endpoint, local))
+        (spark_conf / "spark-defaults.conf").write_text(
+            files["spark-defaults.conf"].replace(endpoint, local)
+            + "".join(f"{key} {value}\n" for key, value in (extra_spark_conf or {}).items()))
+        yield ServedCatalog(name, port, spark_conf)
+    finally:
+        stop_process_group(metastore)

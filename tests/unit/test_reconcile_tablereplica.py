@@ -1,0 +1,379 @@
+"""A TableReplica's sync pass on local directories as clusters, with the real copy engine in-process as the
+launcher and an in-memory catalog that writes parameters compare-and-set: copies, bookkeeping, status, the
+no-change sync, only new units copied, a launcher that lies, targets hivecat does not own, units that move
+during a sync."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from hivecat.catalog.model import (ObjectKind, ParamsOutcome, PartitionInfo, RelocationReport, RelocationRequest,
+                                   TableInfo, UnitParams)
+from hivecat.locations.prefix import rebase
+from hivecat.copy.copier import Copier, CopyOptions
+from hivecat.copy.manifest import MANIFEST_NAME
+from hivecat.copy.plan import CopyPlan
+from hivecat.copy.storage import Storage
+from hivecat.reconcile.clusterstorage import Backend
+from hivecat.reconcile.registry import ClusterEntry
+from hivecat.reconcile.tablereplica import copy_targets, format_duration, resolve_clusters, sync_pass
+from hivecat.replication.bookkeeping import replica_key
+from hivecat.replication.launch import FAILED, SUCCEEDED, LaunchResult
+from hivecat.specs.errors import SpecInvalid
+from hivecat.specs.tablereplica import CopySettings, parse_table_replica
+
+NOW = datetime(2026, 11, 25, 12, 0, tzinfo=timezone.utc)
+
+
+class MemoryCatalog:
+    """One partitioned table; update_unit_params compares each unit's location before writing."""
+
+    def __init__(self, location: str, days: Sequence[str]) -> None:
+        self.table = TableInfo("sales", "events", location, partition_keys=("dt",))
+        self.partitions = {(d,): PartitionInfo("sales", "events", (d,), f"{location}/dt={d}") for d in days}
+        self.writes: list[UnitParams] = []
+        self.relocations: list[RelocationRequest] = []
+
+    def get_table(self, database: str, table: str) -> TableInfo | None:
+        return self.table if (database, table) == ("sales", "events") else None
+
+    def list_partitions(self, database: str, table: str, partition_filter: str | None = None):
+        return iter(sorted(self.partitions.values(), key=lambda p: p.values))
+
+    def relocate(self, request: RelocationRequest) -> RelocationReport:
+        """The location engine's effect on this one table: every location under old_prefix moved."""
+        self.relocations.append(request)
+        report = RelocationReport(f"run-{len(self.relocations)}", "memory", request.old_prefix, request.new_prefix,
+                                  request.dry_run)
+        moved = 0
+        new_table = rebase(self.table.location, request.old_prefix, request.new_prefix)
+        if new_table is not None:
+            moved += 1
+            if not request.dry_run:
+                self.table = TableInfo("sales", "events", new_table, partition_keys=("dt",))
+        for values, found in list(self.partitions.items()):
+            new = rebase(found.location, request.old_prefix, request.new_prefix)
+            if new is not None:
+                moved += 1
+                if not request.dry_run:
+                    self.partitions[values] = PartitionInfo("sales", "events", values, new, found.parameters)
+        report.count(ObjectKind.PARTITION).rewritten = moved
+        return report
+
+    def update_unit_params(self, database: str, table: str, updates: Sequence[UnitParams]) -> ParamsOutcome:
+        conflicts = []
+        for unit in updates:
+            found = self.partitions.get(unit.partition_values)
+            if found is None:
+                conflicts.append((unit.partition_values, "partition no longer exists"))
+                continue
+            why = unit.conflict(found.location)
+            if why:
+                conflicts.append((unit.partition_values, why))
+                continue
+            self.partitions[unit.partition_values] = PartitionInfo(
+                "sales", "events", found.values, found.location, unit.applied(found.parameters))
+            self.writes.append(unit)
+        return ParamsOutcome(len(updates) - len(conflicts), tuple(conflicts))
+
+    def params(self, day: str) -> dict[str, str]:
+        return self.partitions[(day,)].parameters
+
+
+class InProcess:
+    """The real copy engine, in this process, as a launcher; records the plans it got."""
+
+    def __init__(self) -> None:
+        self.plans: list[CopyPlan] = []
+
+    def run(self, plan: CopyPlan, copy: CopySettings, stopped) -> LaunchResult:
+        self.plans.append(plan)
+        summary = Copier(plan, CopyOptions(verify=copy.verify, delete=True), Storage(), engine="local").run()
+        totals = summary.totals()
+        return LaunchResult(SUCCEEDED if summary.status == "succeeded" else FAILED, "", summary.run_id,
+                            totals["files_copied"], totals["bytes_copied"])
+
+
+class Liar:
+    """Says it succeeded; copies nothing (a Job completed by kwok, say)."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    def run(self, plan: CopyPlan, copy: CopySettings, stopped) -> LaunchResult:
+        self.runs += 1
+        return LaunchResult(SUCCEEDED, "")
+
+
+class Ports:
+    def __init__(self, catalog: MemoryCatalog, launcher) -> None:
+        self.catalog, self.launcher_ = catalog, launcher
+
+    def open(self, backend: Backend):
+        return self.catalog
+
+    def launcher(self, secondary: ClusterEntry):
+        return self.launcher_
+
+    def storage(self) -> Storage:
+        return Storage()
+
+
+@pytest.fixture()
+def lake(tmp_path: Path):
+    roots = {name: tmp_path / name for name in ("main", "dr1", "dr2")}
+    for root in roots.values():
+        root.mkdir()
+    days = ["2026-11-01", "2026-11-02", "2026-11-03"]
+    table_dir = roots["main"] / "sales.db" / "events"
+    for day in days:
+        write_partition(table_dir, day)
+    clusters = {name: ClusterEntry(name, f"file://{root}") for name, root in roots.items()}
+    catalog = MemoryCatalog(f"file://{table_dir}", days)
+    return roots, clusters, catalog, table_dir
+
+
+def write_partition(table_dir: Path, day: str, files: int = 2) -> None:
+    part = table_dir / f"dt={day}"
+    part.mkdir(parents=True, exist_ok=True)
+    for i in range(files):
+        (part / f"part-{i}.parquet").write_bytes(f"{day}-{i}".encode() * 100)
+
+
+def replica(**spec) -> object:
+    body = {"metadata": {"name": "events", "namespace": "ns"},
+            "spec": {"catalogRef": {"name": "lake"}, "database": "sales", "table": "events",
+                     "primary": "main", "secondaries": ["dr1", "dr2"], **spec}}
+    return parse_table_replica(body)
+
+
+def run(spec, catalog, clusters, launcher, run_id="r1"):
+    backend = Backend("Database", None)  # type: ignore[arg-type]  (the fake ports ignore it)
+    return sync_pass(spec, [backend], clusters, Ports(catalog, launcher), run_id, clock=lambda: NOW)
+
+
+def test_both_secondaries_get_verified_copies_and_the_catalog_records_them(lake) -> None:
+    roots, clusters, catalog, table_dir = lake
+    launcher = InProcess()
+    out = run(replica(), catalog, clusters, launcher)
+    assert not out.failed
+    for name in ("dr1", "dr2"):
+        for day in ("2026-11-01", "2026-11-02", "2026-11-03"):
+            copy = roots[name] / "sales.db" / "events" / f"dt={day}"
+            assert (copy / MANIFEST_NAME).exists()
+            assert (copy / "part-1.parquet").read_bytes() == (table_dir / f"dt={day}" / "part-1.parquet").read_bytes()
+            params = catalog.params(day)
+            assert params[replica_key(name, "location")] == f"file://{copy}"
+            assert params[replica_key(name, "checksum")].startswith("sha256:")
+            assert params[replica_key(name, "syncedAt")] == "2026-11-25T12:00:00Z"
+    status = out.status
+    assert status["inSync"] == "2/2" and status["phase"] == "InSync" and status["lag"] == "0s"
+    secondaries = [r for r in status["replicas"] if r["role"] == "Secondary"]
+    assert [(r["cluster"], r["units"], r["unitsTotal"], r["state"], r["lastOutcome"]) for r in secondaries] == [
+        ("dr1", 3, 3, "InSync", "Succeeded"), ("dr2", 3, 3, "InSync", "Succeeded")]
+    size = sum(f.stat().st_size for f in table_dir.rglob("*.parquet"))
+    assert size == 6 * 1200 and all(r["bytes"] == size and r["bytesCopied"] == size for r in secondaries)
+    assert status["replicas"][0] == {"cluster": "main", "role": "Active", "location": f"file://{table_dir}"}
+    assert {c.type: c.status for c in out.conditions} == {"Ready": "True", "InSync": "True", "Degraded": "False"}
+    assert out.events == [("Normal", "Synced", "sync r1: dr1: 3/3 units in sync, 3 recorded, 6 files (7200 bytes) "
+                                               "copied; dr2: 3/3 units in sync, 3 recorded, 6 files (7200 bytes) copied")]
+
+
+def test_a_sync_without_changes_launches_nothing_and_writes_nothing(lake) -> None:
+    _, clusters, catalog, _ = lake
+    run(replica(), catalog, clusters, InProcess())
+    writes = len(catalog.writes)
+    launcher = InProcess()
+    out = run(replica(), catalog, clusters, launcher, "r2")
+    assert launcher.plans == [] and len(catalog.writes) == writes
+    assert [r.get("lastOutcome") for r in out.status["replicas"]] == [None, "NoChange", "NoChange"]
+    assert out.status["inSync"] == "2/2"
+
+
+def test_a_new_partition_is_the_only_unit_copied(lake) -> None:
+    _, clusters, catalog, table_dir = lake
+    run(replica(), catalog, clusters, InProcess())
+    write_partition(table_dir, "2026-11-04")
+    catalog.partitions[("2026-11-04",)] = PartitionInfo("sales", "events", ("2026-11-04",),
+                                                        f"file://{table_dir}/dt=2026-11-04")
+    launcher = InProcess()
+    out = run(replica(), catalog, clusters, launcher, "r2")
+    assert [[u.id for u in plan.units] for plan in launcher.plans] == [["sales.events/dt=2026-11-04"]] * 2
+    assert out.status["inSync"] == "2/2"
+    assert replica_key("dr1", "location") in catalog.params("2026-11-04")
+
+
+def test_a_launcher_that_reports_success_without_copies_records_nothing(lake) -> None:
+    _, clusters, catalog, _ = lake
+    out = run(replica(), catalog, clusters, Liar())
+    assert catalog.writes == []
+    assert out.status["inSync"] == "0/2" and out.status["phase"] == "Syncing"
+    degraded = next(c for c in out.conditions if c.type == "Degraded")
+    assert degraded.status == "True" and "3 units are not verified on the secondary" in degraded.message
+    assert [r.get("lastOutcome") for r in out.status["replicas"]][1:] == ["Unverified", "Unverified"]
+
+
+def test_a_changed_source_file_makes_the_unit_stale_and_its_bookkeeping_goes_if_not_recopied(lake) -> None:
+    _, clusters, catalog, table_dir = lake
+    run(replica(), catalog, clusters, InProcess())
+    changed = table_dir / "dt=2026-11-02" / "part-0.parquet"
+    changed.write_bytes(b"new content, another size")
+    os.utime(changed, ns=(1_700_000_000_000_000_000, 1_700_000_000_000_000_000))
+    out = run(replica(), catalog, clusters, Liar(), "r2")
+    assert replica_key("dr1", "location") not in catalog.params("2026-11-02")
+    assert replica_key("dr1", "location") in catalog.params("2026-11-01")
+    assert out.status["replicas"][1]["units"] == 2
+    assert out.status["lag"] == format_duration(NOW.timestamp() - 1_700_000_000)
+
+
+def test_a_target_with_data_hivecat_did_not_write_is_left_alone(lake) -> None:
+    roots, clusters, catalog, _ = lake
+    theirs = roots["dr1"] / "sales.db" / "events" / "dt=2026-11-01"
+    theirs.mkdir(parents=True)
+    (theirs / "mine.csv").write_text("somebody's data")
+    out = run(replica(secondaries=["dr1"]), catalog, clusters, InProcess())
+    assert sorted(p.name for p in theirs.iterdir()) == ["mine.csv"]
+    assert replica_key("dr1", "location") not in catalog.params("2026-11-01")
+    degraded = next(c for c in out.conditions if c.type == "Degraded")
+    assert "1 units cannot be copied: sales.events/dt=2026-11-01" in degraded.message
+    assert "without hivecat's manifest" in degraded.message
+    assert out.status["replicas"][1]["lastOutcome"] == "Succeeded" and out.status["replicas"][1]["units"] == 2
+
+
+def test_a_unit_that_moves_during_the_sync_is_not_recorded(lake) -> None:
+    _, clusters, catalog, _ = lake
+
+    class Mover(InProcess):
+        def run(self, plan, copy, stopped):
+            result = super().run(plan, copy, stopped)
+            moved = catalog.partitions[("2026-11-03",)]
+            catalog.partitions[("2026-11-03",)] = PartitionInfo("sales", "events", moved.values, "file:///elsewhere")
+            return result
+
+    out = run(replica(secondaries=["dr1"]), catalog, clusters, Mover())
+    assert replica_key("dr1", "location") not in catalog.params("2026-11-03")
+    assert replica_key("dr1", "location") in catalog.params("2026-11-01")
+    degraded = next(c for c in out.conditions if c.type == "Degraded")
+    assert "sales.events/dt=2026-11-03: location is now 'file:///elsewhere'" in degraded.message
+    assert out.status["replicas"][1]["state"] == "Stale"
+
+
+def test_a_failed_copy_is_retried_with_backoff(lake) -> None:
+    _, clusters, catalog, _ = lake
+
+    class Failing:
+        def run(self, plan, copy, stopped):
+            return LaunchResult(FAILED, "1 unit(s) failed: disk full")
+
+    out = run(replica(secondaries=["dr1"]), catalog, clusters, Failing())
+    assert out.failed and out.status["phase"] == "Degraded"
+    assert out.events[0][:2] == ("Warning", "SyncFailed")
+    assert "dr1: copy failed: 1 unit(s) failed: disk full" in next(c for c in out.conditions
+                                                                   if c.type == "Degraded").message
+
+
+def test_clusters_resolve_against_the_registry(lake) -> None:
+    _, clusters, catalog, table_dir = lake
+    resolved = resolve_clusters(replica(primary=None), clusters, f"file://{table_dir}")
+    assert resolved.primary.name == "main" and [c.name for c in resolved.named] == ["main", "dr1", "dr2"]
+    assert [c.name for c in copy_targets(resolved, clusters["main"])] == ["dr1", "dr2"]
+    assert [c.name for c in copy_targets(resolved, clusters["dr1"])] == ["dr2"]  # never the originals
+    moved = resolve_clusters(replica(primary=None, active="dr1"), clusters, f"file://{roots_of(clusters)}/x",
+                             known_primary="main")
+    assert moved.primary.name == "main" and moved.active.name == "dr1"
+    with pytest.raises(SpecInvalid) as missing:
+        resolve_clusters(replica(secondaries=["dr9"]), clusters, f"file://{table_dir}")
+    assert missing.value.reason == "ClusterNotRegistered"
+    with pytest.raises(SpecInvalid) as unknown:
+        resolve_clusters(replica(primary=None), clusters, "s3://elsewhere/t")
+    assert unknown.value.reason == "PrimaryUnknown"
+    out = run(replica(table="nope"), catalog, clusters, InProcess())
+    assert [(c.type, c.status, c.reason) for c in out.conditions][0] == ("Ready", "False", "TableNotFound")
+
+
+@pytest.mark.parametrize("seconds, shown", [(0, "0s"), (59.6, "1m"), (61, "1m"), (3725, "1h2m"), (90061, "1d1h1m")])
+def test_lag_is_shown_as_a_short_duration(seconds: float, shown: str) -> None:
+    assert format_duration(seconds) == shown
+
+
+def test_forgetting_removes_every_cluster_key_in_one_update_per_unit() -> None:
+    from hivecat.replication.bookkeeping import forget, replica_keys
+
+    units = [(("2026-11-01",), {replica_key("dr1", "location"): "x", replica_key("dr2", "checksum"): "y", "o": "1"}),
+             (("2026-11-02",), {"other": "kept"})]
+    updates = forget(["dr1", "dr2"], units)
+    assert len(updates) == 1 and updates[0].partition_values == ("2026-11-01",)
+    assert updates[0].expected_location is None
+    assert set(updates[0].remove) == {replica_key("dr1", "location"), replica_key("dr2", "checksum")}
+    assert set(updates[0].remove) <= set(replica_keys("dr1") + replica_keys("dr2"))
+
+
+def roots_of(clusters) -> str:
+    return clusters["dr1"].filesystem.removeprefix("file://")
+
+
+def locations(catalog: MemoryCatalog) -> list[str]:
+    return [catalog.table.location, *(p.location for p in catalog.list_partitions("sales", "events"))]
+
+
+def test_failover_moves_every_location_to_verified_copies_and_failback_moves_them_back(lake) -> None:
+    roots, clusters, catalog, table_dir = lake
+    run(replica(), catalog, clusters, InProcess())
+    out = run(replica(active="dr1"), catalog, clusters, InProcess(), "r2")
+    copy_dir = roots["dr1"] / "sales.db" / "events"
+    assert locations(catalog) == [f"file://{copy_dir}", *(f"file://{copy_dir}/dt={d}" for d in
+                                                          ("2026-11-01", "2026-11-02", "2026-11-03"))]
+    assert [(e[0], e[1]) for e in out.events][0] == ("Normal", "FailedOver")
+    assert "3 units verified, 4 locations rewritten in run(s) run-2" in out.events[0][2]  # run-1: the dry run
+    assert out.status["active"] == "dr1" and out.status["primary"] == "main" and "lastFailoverTime" in out.status
+    assert [(r["cluster"], r["role"]) for r in out.status["replicas"]] == [
+        ("dr1", "Active"), ("main", "Primary"), ("dr2", "Secondary")]
+    assert out.status["inSync"] == "1/1"  # dr2 now copied from dr1, verified against it
+    # Back: the originals on main are what the copies were made from, so failback needs no copy.
+    back = run(replica(active="main"), catalog, clusters, InProcess(), "r3")
+    assert locations(catalog)[0] == f"file://{table_dir}" and back.status["active"] == "main"
+    assert back.events[0][1] == "FailedBack"
+
+
+def test_failover_with_one_unit_not_in_sync_is_refused_and_nothing_moves(lake) -> None:
+    roots, clusters, catalog, table_dir = lake
+    run(replica(), catalog, clusters, InProcess())
+    write_partition(table_dir, "2026-11-02", files=3)  # rewritten, and a third file: not copied yet
+    before = locations(catalog)
+    out = run(replica(active="dr1", secondaries=["dr1"]), catalog, clusters, Liar(), "r2")
+    assert locations(catalog) == before and catalog.relocations == []
+    ready = next(c for c in out.conditions if c.type == "Ready")
+    assert (ready.status, ready.reason) == ("False", "FailoverRefused")
+    assert "1 of 3 units not whole and current on dr1: sales.events/dt=2026-11-02: 3 files new or changed" \
+        in ready.message
+    assert out.status["active"] == "main" and out.status["phase"] == "Degraded"
+
+
+def test_failback_after_a_partition_was_written_on_the_secondary_is_refused(lake) -> None:
+    roots, clusters, catalog, _ = lake
+    run(replica(), catalog, clusters, InProcess())
+    run(replica(active="dr1"), catalog, clusters, InProcess(), "r2")
+    added = roots["dr1"] / "sales.db" / "events"
+    write_partition(added, "2026-11-04")
+    catalog.partitions[("2026-11-04",)] = PartitionInfo("sales", "events", ("2026-11-04",),
+                                                        f"file://{added}/dt=2026-11-04")
+    before = locations(catalog)
+    out = run(replica(active="main"), catalog, clusters, InProcess(), "r3")
+    assert locations(catalog) == before and out.status["active"] == "dr1"
+    ready = next(c for c in out.conditions if c.type == "Ready")
+    assert ready.reason == "FailbackRefused" and "sales.events/dt=2026-11-04" in ready.message
+    assert not (roots["main"] / "sales.db" / "events" / "dt=2026-11-04").exists()  # originals never written
+
+
+def test_failover_refused_when_partitions_outside_the_scope_would_move(lake) -> None:
+    _, clusters, catalog, _ = lake
+    run(replica(partitions={"mostRecent": 2}), catalog, clusters, InProcess())
+    out = run(replica(partitions={"mostRecent": 2}, active="dr1"), catalog, clusters, InProcess(), "r2")
+    ready = next(c for c in out.conditions if c.type == "Ready")
+    assert ready.reason == "FailoverRefused" and "outside spec.partitions" in ready.message
+    assert "sales.events/dt=2026-11-01" in ready.message and catalog.relocations == []
