@@ -213,6 +213,9 @@ def release(body: kopf.Body, namespace: str, name: str, patch: kopf.Patch, logge
     status = body.get("status") or {}
     if status.get("primary") and status.get("active") not in (None, status["primary"]):
         outcome = _pass(body, spec, backends, clusters, new_run_id())
+        for type_, reason, message in outcome.events:
+            if reason != "Synced":  # a pass for the failback: its sync is not news
+                kopf.event(body, type=type_, reason=reason, message=message)
         if outcome.status.get("active") != status["primary"]:
             message = (f"{spec.qualified_table} is failed over to {outcome.status.get('active') or status['active']}: "
                        f"set spec.active to {status['primary']} (or remove it) to fail back first; the deletion "
