@@ -298,9 +298,15 @@ def test_every_status_field_is_declared_and_printer_columns_show_it(kubectl: Cli
     assert {c["type"] for c in status["conditions"]} >= {"Ready", "SchemaReady", "BackendReachable"}
     assert status["schemaVersion"] == "3.1.0"
 
-    table = kubectl("get", "-n", namespace, "hivecatalog", "cols", "-o", "wide").stdout.splitlines()
-    header, row = table[0].split(), table[1].split()
-    assert header[:5] == ["NAME", "MODE", "PHASE", "READY", "ENDPOINT"], table
+    def columns() -> tuple[list[str], list[str], dict]:
+        """The table and the status of one moment: the catalog's passes go on (Pending may turn Degraded while
+        no metastore serves), so both are read until a read of the status before and after agrees."""
+        before = status_of(kubectl, namespace, "cols")
+        table = kubectl("get", "-n", namespace, "hivecatalog", "cols", "-o", "wide").stdout.splitlines()
+        return table[0].split(), table[1].split(), before if status_of(kubectl, namespace, "cols") == before else {}
+
+    header, row, status = wait_for("a steady status", lambda: (found := columns())[2] and found)
+    assert header[:5] == ["NAME", "MODE", "PHASE", "READY", "ENDPOINT"], header
     assert row[0] == "cols" and row[1] == "Thrift" and row[2] == status["phase"]
     assert row[3] == next(c["status"] for c in status["conditions"] if c["type"] == "Ready")
     assert row[4] == f"thrift://cols-metastore.{namespace}.svc:9083"

@@ -4,7 +4,8 @@ the operator copies it to two other registered directories with the copy engine 
 process of the operator), checks every unit's manifest against the source, records the copies in the
 metastore's partition parameters and reports them in status. A partition added by Spark is the only unit the
 next sync copies. A secondary whose copies run as Kubernetes Jobs gets a Job that kwok completes without
-copying: nothing is recorded for it, and a failover to it is refused. A failover to a verified secondary
+copying: nothing is recorded for it, and a failover to it is refused; likewise a SparkApplication that the
+test completes as spark-operator would. A failover to a verified secondary
 moves every location, and Spark reads every row from there with the primary's directory gone; deleting the
 TableReplica while failed over waits for the failback, then removes its bookkeeping and leaves the data alone.
 """
@@ -22,12 +23,15 @@ from hivecat.copy.manifest import MANIFEST_NAME
 from hivecat.kinds import ANNOTATION_SYNC_NOW
 from hivecat.local.scratch_db import drop_database
 from hivecat.replication.bookkeeping import REPLICA_PREFIX, replica_key
+from hivecat.workloads.copy_job import copy_name
 from hmsclient import hmsclient
 from kube.clients import Client
 from support.crds import declared_status
 from support.kube_resources import apply, events, get, status_of, wait_for, wait_reason
 from support.location_dump import dump_locations
 from support.services import unique_name
+from support.spark_crd import CRD_NAME as SPARK_CRD
+from support.spark_crd import spark_application_crd
 from support.thrift_catalog import served_catalog
 
 DAYS = ("2026-11-01", "2026-11-02", "2026-11-03")
@@ -49,10 +53,12 @@ SPARK = textwrap.dedent("""
 """)
 
 
-def storage(name: str, root: Path, job_image: str | None = None) -> dict:
+def storage(name: str, root: Path, job_image: str | None = None, spark_image: str | None = None) -> dict:
     spec: dict = {"catalogRef": {"name": "sales"}, "filesystem": f"file://{root}", "repair": "Off"}
     if job_image:
         spec["compute"] = {"type": "KubernetesJob", "job": {"image": job_image}}
+    if spark_image:
+        spec["compute"] = {"type": "SparkApplication", "sparkApplication": {"image": spark_image}}
     return {"apiVersion": "hivecatalog.io/v1alpha1", "kind": "ClusterStorage", "metadata": {"name": name},
             "spec": spec}
 
@@ -93,7 +99,7 @@ def partitions(port: int) -> dict[str, tuple[str, dict[str, str]]]:
 
 def test_copies_recorded_in_the_metastore_new_partitions_only_and_bookkeeping_released(
         kubectl: Client, namespace: str, run_operator, metastore_db: str, journal: str, tmp_path: Path) -> None:
-    roots = {name: tmp_path / "clusters" / name for name in ("main", "dr1", "dr2", "dr3")}
+    roots = {name: tmp_path / "clusters" / name for name in ("main", "dr1", "dr2", "dr3", "dr4")}
     for root in roots.values():
         root.mkdir(parents=True)
     run_operator(namespace, env={"HIVECAT_ALLOWED_IMAGES": "registry.example.com/hivecat:*",
@@ -197,6 +203,30 @@ def test_copies_recorded_in_the_metastore_new_partitions_only_and_bookkeeping_re
         assert "failover to dr3 refused, nothing was changed: 4 of 4 units not whole and current on dr3" \
             in refused["message"]
         assert dump_locations(metastore_db) == dump
+
+        # A secondary whose copies run as SparkApplications: spark-operator's CRD is installed but no
+        # spark-operator runs, so the test completes the application as it would, without any copy: nothing
+        # is recorded for dr4 either.
+        kubectl("apply", "-f", str(spark_application_crd()))
+        kubectl("wait", "--for=condition=Established", "--timeout=30s", f"crd/{SPARK_CRD}")
+        apply(kubectl, namespace, storage("dr4", roots["dr4"], spark_image=IMAGE))
+        wait_reason(kubectl, namespace, "dr4", "Registered", kind="clusterstorage", timeout=60)
+        synced_before = status_of(kubectl, namespace, "orders", "tablereplica")["lastRunId"]
+        apply(kubectl, namespace, replica(sync="5", secondaries=["dr1", "dr2", "dr4"]))
+        app_name = copy_name("orders", "dr4")
+        app = wait_for("the SparkApplication", lambda: get(kubectl, namespace, SPARK_CRD, app_name), timeout=120)
+        assert app["spec"]["type"] == "Python" and app["spec"]["image"] == IMAGE
+        assert app["metadata"]["ownerReferences"][0]["name"] == "orders"
+        assert "--plan-digest" in app["spec"]["arguments"]
+        kubectl("patch", "-n", namespace, SPARK_CRD, app_name, "--subresource=status", "--type=merge",
+                "-p", json.dumps({"status": {"applicationState": {"state": "COMPLETED"}}}))
+        status = wait_for("the SparkApplication's sync", lambda: (s := status_of(kubectl, namespace, "orders",
+                                                                                 "tablereplica"))
+                          .get("lastRunId") != synced_before and s, timeout=120)
+        dr4 = next(r for r in status["replicas"] if r["cluster"] == "dr4")
+        assert (dr4["units"], dr4["state"], dr4["lastOutcome"]) == (0, "Stale", "Unverified")
+        assert not [k for _, parameters in partitions(served.port).values() for k in parameters
+                    if k.startswith(replica_key("dr4", ""))]
 
         # Failover to dr1: every location moves to its verified copies, and with the primary's directory gone,
         # Spark reads every row through the metastore from dr1.

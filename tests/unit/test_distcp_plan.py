@@ -133,6 +133,15 @@ def test_s3_settings_from_environment_and_secret_files(tmp_path: Path) -> None:
     assert (from_files.access_key, from_files.secret_key, from_files.session_token) == ("file-key", "file-secret", None)
 
 
+def test_a_secret_with_the_aws_variable_names_works_mounted_as_files(tmp_path: Path) -> None:
+    """A ClusterStorage's credentials Secret holds AWS_ACCESS_KEY_ID and friends (its CRD says so): mounted
+    whole, as the copy Job and SparkApplication do, its files are read under those names too."""
+    for name, value in (("AWS_ACCESS_KEY_ID", "k"), ("AWS_SECRET_ACCESS_KEY", "s"), ("AWS_SESSION_TOKEN", "t")):
+        (tmp_path / name).write_text(value)
+    settings = S3Settings.from_environment({CREDENTIALS_DIR_ENV: str(tmp_path)})
+    assert (settings.access_key, settings.secret_key, settings.session_token) == ("k", "s", "t")
+
+
 def test_unreadable_credentials_are_bad_input(tmp_path: Path) -> None:
     (tmp_path / "access-key-id").write_text("k")
     with pytest.raises(CopyInputError, match="secret-access-key is missing"):

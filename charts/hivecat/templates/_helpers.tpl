@@ -76,7 +76,7 @@ runs catalogs and copies with.
   verbs: [get, list, watch, create, update, patch, delete]
 - apiGroups: [sparkoperator.k8s.io]
   resources: [sparkapplications]
-  verbs: [get, list, watch, create, delete]
+  verbs: [get, list, watch, create, update, patch, delete]
 # Leases the operator takes for locking and coordination between its runs.
 - apiGroups: [coordination.k8s.io]
   resources: [leases]

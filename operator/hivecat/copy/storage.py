@@ -128,17 +128,27 @@ def _resolved_here(endpoint: str | None, region: str, credentials_dir: str | Non
     return S3Settings(endpoint, region, access, secret, token, credentials_dir)
 
 
+# Each key's file names in a mounted Secret: hivecat's own, or the AWS variable names a ClusterStorage's
+# credentials Secret holds (its CRD documents those), so one Secret serves env vars and files alike.
+_CREDENTIAL_FILES = {"access-key-id": ("access-key-id", "AWS_ACCESS_KEY_ID"),
+                     "secret-access-key": ("secret-access-key", "AWS_SECRET_ACCESS_KEY"),
+                     "session-token": ("session-token", "AWS_SESSION_TOKEN")}
+
+
 def _read_credentials_dir(directory: Path) -> tuple[str, str, str | None]:
-    def read(name: str, required: bool) -> str | None:
-        try:
-            return (directory / name).read_text().strip()
-        except FileNotFoundError:
-            if required:
-                raise CopyInputError(f"S3 credentials: {directory / name} is missing "
-                                     f"(${CREDENTIALS_DIR_ENV} must hold access-key-id and secret-access-key)") from None
-            return None
-        except OSError as exc:
-            raise CopyInputError(f"S3 credentials: cannot read {directory / name}: {exc.strerror}") from None
+    def read(key: str, required: bool) -> str | None:
+        for name in _CREDENTIAL_FILES[key]:
+            try:
+                return (directory / name).read_text().strip()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise CopyInputError(f"S3 credentials: cannot read {directory / name}: {exc.strerror}") from None
+        if required:
+            raise CopyInputError(f"S3 credentials: {directory / key} is missing (${CREDENTIALS_DIR_ENV} must hold "
+                                 "access-key-id and secret-access-key, or AWS_ACCESS_KEY_ID and "
+                                 "AWS_SECRET_ACCESS_KEY)")
+        return None
 
     return read("access-key-id", True), read("secret-access-key", True), read("session-token", False)
 

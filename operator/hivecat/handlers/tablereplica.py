@@ -23,7 +23,7 @@ from hivecat.copy.copier import new_run_id
 from hivecat.copy.errors import CopyInputError
 from hivecat.copy.storage import S3Settings, Storage
 from hivecat.config import config
-from hivecat.handlers.copy_launch import JobLauncher
+from hivecat.handlers.copy_launch import JOB, SPARK_APPLICATION, WorkloadLauncher
 from hivecat.handlers.ports import open_backend, run_asked
 from hivecat.kinds import ANNOTATION_METASTORE_ADDRESS, GROUP, HIVE_CATALOG, TABLE_REPLICA, VERSION
 from hivecat.reconcile.clusterstorage import Backend, backends_of
@@ -31,7 +31,7 @@ from hivecat.reconcile.conditions import Condition, merge
 from hivecat.reconcile.registry import ClusterEntry, parse_registry_document
 from hivecat.reconcile.tablereplica import READY, Launcher, SyncOutcome, sync_pass
 from hivecat.replication.bookkeeping import forget
-from hivecat.replication.launch import FAILED, LaunchResult, LocalLauncher
+from hivecat.replication.launch import LocalLauncher
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.hivecatalog import parse_hive_catalog
 from hivecat.specs.tablereplica import TableReplicaSpec, parse_table_replica
@@ -169,26 +169,14 @@ class LiveReplicaPorts:
         kind = (secondary.compute or {}).get("type", "Local")
         if kind == "Local":
             return LocalLauncher(config().state_dir / "copies")
-        if kind == "KubernetesJob":
-            return JobLauncher(self.body, self.catalog, secondary, self.storage())
-        return _Unavailable(kind)
+        workload = SPARK_APPLICATION if kind == "SparkApplication" else JOB
+        return WorkloadLauncher(workload, self.body, self.catalog, secondary, self.storage())
 
     def storage(self) -> Storage:
         try:
             return Storage(S3Settings.from_environment())
         except CopyInputError:  # no usable S3 settings here: file:// and hdfs:// still work
             return Storage()
-
-
-class _Unavailable:
-    """A compute type whose launcher this operator does not run: the sync fails, saying so."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-
-    def run(self, *_: Any, **__: Any) -> LaunchResult:
-        return LaunchResult(FAILED, f"compute type {self.kind} cannot run copies in this version of hivecat; use "
-                                    "Local or KubernetesJob")
 
 
 # --- deletion ----------------------------------------------------------------------------------------------
@@ -211,7 +199,10 @@ def release(body: kopf.Body, namespace: str, name: str, patch: kopf.Patch, logge
     except k8s.NamespaceTerminating:
         return
     status = body.get("status") or {}
-    if status.get("primary") and status.get("active") not in (None, status["primary"]):
+    failed_over = bool(status.get("primary")) and status.get("active") not in (None, status["primary"])
+    if not failed_over and not status.get("lastRunId"):
+        return  # no sync ever got as far as the catalog: nothing recorded there
+    if failed_over:
         outcome = _pass(body, spec, backends, clusters, new_run_id())
         for type_, reason, message in outcome.events:
             if reason != "Synced":  # a pass for the failback: its sync is not news
@@ -231,7 +222,13 @@ def release(body: kopf.Body, namespace: str, name: str, patch: kopf.Patch, logge
         try:
             catalog = open_backend(namespace, backend)
         except (CatalogUnavailable, k8s.SecretUnavailable) as error:
-            raise kopf.TemporaryError(f"bookkeeping not removed yet: {error.message}", delay=15) from None
+            # Not failed over, so no location depends on this TableReplica: it goes, and says what it left.
+            message = (f"{backend.label}: {error.message}; the hivecat.replica.* parameters of "
+                       f"{spec.qualified_table} stay in the catalog, where `hivecat route` still counts those "
+                       "copies until the parameters are removed")
+            kopf.event(body, type="Warning", reason="BookkeepingLeft", message=message)
+            logger.warning("TableReplica %s/%s: %s", namespace, name, message)
+            continue
         try:
             removed += _forget(catalog, spec)
         finally:
