@@ -92,6 +92,11 @@ def path_of(location: str) -> str:
     return "/" + location.removeprefix("file:").lstrip("/")
 
 
+def table_parameters(port: int) -> dict[str, str]:
+    with hmsclient.HMSClient(host="127.0.0.1", port=port) as client:
+        return dict(client.get_table("sales", "orders").parameters)
+
+
 def partitions(port: int) -> dict[str, tuple[str, dict[str, str]]]:
     with hmsclient.HMSClient(host="127.0.0.1", port=port) as client:
         return {p.values[0]: (p.sd.location, dict(p.parameters)) for p in client.get_partitions("sales", "orders", -1)}
@@ -241,6 +246,7 @@ def test_copies_recorded_in_the_metastore_new_partitions_only_and_bookkeeping_re
         dr1_table = roots["dr1"] / "warehouse" / "sales.db" / "orders"
         assert {path_of(location) for location, _ in partitions(served.port).values()} == {
             f"{dr1_table}/dt={day}" for day in (*DAYS, "2026-11-04")}
+        assert table_parameters(served.port)[replica_key("main", "readOnly")] == "true"  # for cooperating writers
         away = roots["main"] / "away"
         table_dir.rename(away)
         try:
@@ -264,6 +270,7 @@ def test_copies_recorded_in_the_metastore_new_partitions_only_and_bookkeeping_re
         assert {day: path_of(location) for day, (location, _) in after.items()} == {
             day: f"{table_dir}/dt={day}" for day in (*DAYS, "2026-11-04")}
         assert not [k for _, parameters in after.values() for k in parameters if k.startswith(REPLICA_PREFIX)]
+        assert not [k for k in table_parameters(served.port) if k.startswith(REPLICA_PREFIX)]
         for name in ("dr1", "dr2"):
             assert (roots[name] / "warehouse/sales.db/orders/dt=2026-11-04" / MANIFEST_NAME).is_file()
         read = served.spark(SPARK, "read")

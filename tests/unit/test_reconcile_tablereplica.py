@@ -55,7 +55,8 @@ class MemoryCatalog:
         if new_table is not None:
             moved += 1
             if not request.dry_run:
-                self.table = TableInfo("sales", "events", new_table, partition_keys=("dt",))
+                self.table = TableInfo("sales", "events", new_table, partition_keys=("dt",),
+                                       parameters=self.table.parameters)
         for values, found in list(self.partitions.items()):
             new = rebase(found.location, request.old_prefix, request.new_prefix)
             if new is not None:
@@ -68,6 +69,12 @@ class MemoryCatalog:
     def update_unit_params(self, database: str, table: str, updates: Sequence[UnitParams]) -> ParamsOutcome:
         conflicts = []
         for unit in updates:
+            if unit.partition_values is None:  # the table itself
+                t = self.table
+                self.table = TableInfo(t.database, t.name, t.location, partition_keys=t.partition_keys,
+                                       parameters=unit.applied(t.parameters))
+                self.writes.append(unit)
+                continue
             found = self.partitions.get(unit.partition_values)
             if found is None:
                 conflicts.append((unit.partition_values, "partition no longer exists"))
@@ -334,10 +341,12 @@ def test_failover_moves_every_location_to_verified_copies_and_failback_moves_the
     assert [(r["cluster"], r["role"]) for r in out.status["replicas"]] == [
         ("dr1", "Active"), ("main", "Primary"), ("dr2", "Secondary")]
     assert out.status["inSync"] == "1/1"  # dr2 now copied from dr1, verified against it
+    assert catalog.table.parameters == {replica_key("main", "readOnly"): "true"}  # for cooperating writers
     # Back: the originals on main are what the copies were made from, so failback needs no copy.
     back = run(replica(active="main"), catalog, clusters, InProcess(), "r3")
     assert locations(catalog)[0] == f"file://{table_dir}" and back.status["active"] == "main"
     assert back.events[0][1] == "FailedBack"
+    assert catalog.table.parameters == {replica_key("dr1", "readOnly"): "true"}
 
 
 def test_failover_with_one_unit_not_in_sync_is_refused_and_nothing_moves(lake) -> None:
@@ -377,3 +386,17 @@ def test_failover_refused_when_partitions_outside_the_scope_would_move(lake) -> 
     ready = next(c for c in out.conditions if c.type == "Ready")
     assert ready.reason == "FailoverRefused" and "outside spec.partitions" in ready.message
     assert "sales.events/dt=2026-11-01" in ready.message and catalog.relocations == []
+
+
+def test_a_partition_added_on_the_old_primary_after_a_failover_is_reported(lake) -> None:
+    _, clusters, catalog, table_dir = lake
+    run(replica(), catalog, clusters, InProcess())
+    run(replica(active="dr1"), catalog, clusters, InProcess(), "r2")
+    write_partition(table_dir, "2026-11-09")  # a writer that did not follow the failover
+    catalog.partitions[("2026-11-09",)] = PartitionInfo("sales", "events", ("2026-11-09",),
+                                                        f"file://{table_dir}/dt=2026-11-09")
+    out = run(replica(active="dr1"), catalog, clusters, InProcess(), "r3")
+    assert out.status["unitsOutside"] == 1 and out.status["active"] == "dr1"
+    degraded = next(c for c in out.conditions if c.type == "Degraded")
+    assert degraded.status == "True" and "1 units in scope are not on dr1" in degraded.message
+    assert f"sales.events/dt=2026-11-09 at file://{table_dir}/dt=2026-11-09" in degraded.message

@@ -242,8 +242,9 @@ def _forget(catalog: Catalog, spec: TableReplicaSpec) -> int:
     table = catalog.get_table(spec.database, spec.table)
     if table is None:
         return 0
-    units = ([(tuple(p.values), p.parameters) for p in catalog.list_partitions(spec.database, spec.table)]
-             if table.partition_keys else [(None, table.parameters)])
+    units = [(None, table.parameters)]  # the table's own keys (readOnly; all of them when unpartitioned)
+    if table.partition_keys:
+        units += [(tuple(p.values), p.parameters) for p in catalog.list_partitions(spec.database, spec.table)]
     updates = forget(spec.clusters(), units)
     if updates:
         catalog.update_unit_params(spec.database, spec.table, updates)

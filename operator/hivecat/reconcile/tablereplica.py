@@ -23,7 +23,7 @@ from hivecat.k8s import SecretUnavailable
 from hivecat.reconcile.clusterstorage import Backend
 from hivecat.reconcile.conditions import Condition
 from hivecat.reconcile.registry import ClusterEntry
-from hivecat.replication.bookkeeping import bookkeeping
+from hivecat.replication.bookkeeping import bookkeeping, read_only_marks
 from hivecat.replication.failover import Switch, SwitchRefused, check_switch, switch_locations
 from hivecat.replication.launch import CANCELLED, SUCCEEDED, LaunchResult
 from hivecat.replication.placement import cluster_of
@@ -93,6 +93,7 @@ class SecondaryOutcome:
     launch: LaunchResult | None = None
     lag_seconds: float | None = None   # age of the oldest source change not on the copy; 0 when in sync
     refused: list[str] = field(default_factory=list)  # "unit: why" of units no copy can fix
+    outside: list[str] = field(default_factory=list)  # units in scope whose location is not on the active cluster
     conflicts: list[str] = field(default_factory=list)  # bookkeeping not written (the unit moved, or refused)
     unverified: int = 0                # units copied whose check afterwards failed
     recorded: int = 0
@@ -142,6 +143,7 @@ def sync_secondary(spec: TableReplicaSpec, catalogs: Sequence[Catalog], source: 
     in_sync = [c for c in checks if c.in_sync and c.unit.id not in conflicted]
     out.units_in_sync, out.bytes_in_sync = len(in_sync), sum(c.bytes for c in in_sync)
     out.refused = [f"{c.unit.id}: {c.reason}" for c in checks if c.state in (NOT_OWNED, SOURCE_MISSING, UNREADABLE)]
+    out.outside = [f"{uid} at {location}" for uid, location in planned.outside]
     out.lag_seconds = _lag(checks, now)
     return out, planned
 
@@ -244,6 +246,9 @@ def _switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: Switch,
     scope = ReplicaScope(spec.database, spec.table, spec.partition_filter, spec.most_recent)
     units = check_switch(catalogs[0], scope, switch, ports.storage(), spec.copy.verify)
     runs = [report for catalog in catalogs for report in switch_locations(catalog, scope, switch)]
+    for catalog in catalogs:  # for cooperating writers: where not to write any more (not enforced)
+        catalog.update_unit_params(spec.database, spec.table, [read_only_marks(switch.source.name,
+                                                                               switch.target.name)])
     word, reason = ("failed back", "FailedBack") if switch.failback else ("failed over", "FailedOver")
     out.events.append(("Normal", reason, f"{spec.qualified_table} {word} from {switch.source.name} to "
                                          f"{switch.target.name}: {units} units verified, "
@@ -276,6 +281,7 @@ def replica_status(resolved: Resolved, current: ClusterEntry, table_location: st
     in_sync = sum(o.state == "InSync" for o in outcomes)
     lags = [o.lag_seconds for o in outcomes if o.lag_seconds is not None]
     status: dict[str, Any] = {"active": current.name, "primary": resolved.primary.name,
+                              "unitsOutside": max((len(o.outside) for o in outcomes), default=0),
                               "inSync": f"{in_sync}/{len(outcomes)}",
                               "lag": format_duration(max(lags)) if lags else "", "replicas": replicas,
                               "lastRunId": run_id, "lastRunTime": started.strftime("%Y-%m-%dT%H:%M:%SZ")}
@@ -319,6 +325,11 @@ def _conditions(spec: TableReplicaSpec, current: ClusterEntry, outcomes: Sequenc
         if o.conflicts:
             problems.append(f"{o.cluster}: {len(o.conflicts)} units could not be recorded in the catalog: "
                             f"{_first(o.conflicts)}")
+    outside = next((o.outside for o in outcomes if o.outside), [])  # the same units for every secondary
+    if outside:
+        problems.append(f"{len(outside)} units in scope are not on {current.name}, where the table's locations "
+                        "point, so they are not copied (e.g. partitions added on the primary after a failover): "
+                        f"{_first(outside)}")
     degraded = Condition.of(DEGRADED, bool(problems), "SyncProblems" if problems else "NoProblems",
                             "; ".join(problems))
     return [ready, in_sync, degraded]

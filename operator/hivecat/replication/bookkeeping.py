@@ -24,6 +24,10 @@ if TYPE_CHECKING:  # not at run time: `hivecat route` reads the keys without loa
 
 REPLICA_PREFIX = "hivecat.replica."
 FIELDS = ("location", "syncedAt", "checksum")
+# On the table: "true" while the table's locations point elsewhere, for writers that check before writing
+# there (after a failover, the old primary's directories). Nothing enforces it: hivecat cannot stop a
+# writer that writes to a path directly.
+READ_ONLY = "readOnly"
 
 
 def replica_key(cluster: str, field: str) -> str:
@@ -35,7 +39,13 @@ def replica_location_key(cluster: str) -> str:
 
 
 def replica_keys(cluster: str) -> tuple[str, ...]:
-    return tuple(replica_key(cluster, f) for f in FIELDS)
+    """Every key hivecat writes for `cluster`, on partitions and on the table."""
+    return tuple(replica_key(cluster, f) for f in (*FIELDS, READ_ONLY))
+
+
+def read_only_marks(left: str, now_active: str) -> UnitParams:
+    """The table-level change after a switch from `left` to `now_active`: `left` is marked read-only."""
+    return UnitParams(None, None, {replica_key(left, READ_ONLY): "true"}, (replica_key(now_active, READ_ONLY),))
 
 
 @dataclass(frozen=True)
@@ -48,7 +58,8 @@ class Bookkeeping:
 def bookkeeping(cluster: str, refs: Mapping[str, UnitRef], checks: Iterable[UnitCheck], now: str) -> Bookkeeping:
     """The parameter writes that make the catalog say what `checks` found on `cluster`; none for a unit whose
     recorded keys already say it (a no-change sync writes nothing)."""
-    location_key, synced_key, checksum_key = replica_keys(cluster)
+    unit_keys = tuple(replica_key(cluster, f) for f in FIELDS)
+    location_key, synced_key, checksum_key = unit_keys
     updates: list[UnitParams] = []
     recorded = cleared = 0
     for check in checks:
@@ -61,7 +72,7 @@ def bookkeeping(cluster: str, refs: Mapping[str, UnitRef], checks: Iterable[Unit
             updates.append(UnitParams(ref.values, ref.location, {**wanted, synced_key: now}))
             recorded += 1
         elif any(k in current for k in (location_key, synced_key, checksum_key)):
-            updates.append(UnitParams(ref.values, ref.location, {}, replica_keys(cluster)))
+            updates.append(UnitParams(ref.values, ref.location, {}, unit_keys))
             cleared += 1
     return Bookkeeping(tuple(updates), recorded, cleared)
 
