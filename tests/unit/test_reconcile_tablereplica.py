@@ -400,3 +400,28 @@ def test_a_partition_added_on_the_old_primary_after_a_failover_is_reported(lake)
     degraded = next(c for c in out.conditions if c.type == "Degraded")
     assert degraded.status == "True" and "1 units in scope are not on dr1" in degraded.message
     assert f"sales.events/dt=2026-11-09 at file://{table_dir}/dt=2026-11-09" in degraded.message
+
+
+def test_a_bad_filter_and_a_failing_catalog_are_conditions_not_tracebacks(lake) -> None:
+    from hivecat.locations.partition_filter import FilterError
+
+    _, clusters, catalog, _ = lake
+
+    class Strict(MemoryCatalog):
+        def list_partitions(self, database, table, partition_filter=None):
+            raise FilterError("unknown partition key 'day'")
+
+    class Dropped(MemoryCatalog):
+        def update_unit_params(self, database, table, updates):
+            raise LookupError("table sales.events does not exist")
+
+    strict = Strict(catalog.table.location, ["2026-11-01"])
+    out = run(replica(partitions={"filter": "day = 1"}), strict, clusters, InProcess())
+    ready = next(c for c in out.conditions if c.type == "Ready")
+    assert (ready.status, ready.reason) == ("False", "InvalidFilter") and "unknown partition key" in ready.message
+    assert not out.failed and out.status["phase"] == "Invalid"
+    dropped = Dropped(catalog.table.location, ["2026-11-01", "2026-11-02", "2026-11-03"])
+    out = run(replica(), dropped, clusters, InProcess())
+    ready = next(c for c in out.conditions if c.type == "Ready")
+    assert ready.reason == "SyncError" and "LookupError: table sales.events does not exist" in ready.message
+    assert out.failed and out.status["phase"] == "Degraded"

@@ -20,6 +20,7 @@ from hivecat.copy.errors import CopyInputError
 from hivecat.copy.plan import CopyPlan
 from hivecat.copy.storage import Storage
 from hivecat.k8s import SecretUnavailable
+from hivecat.locations.partition_filter import FilterError
 from hivecat.reconcile.clusterstorage import Backend
 from hivecat.reconcile.conditions import Condition
 from hivecat.reconcile.registry import ClusterEntry
@@ -182,6 +183,14 @@ def sync_pass(spec: TableReplicaSpec, backends: Sequence[Backend], clusters: Map
         return _not_ready(out, error.reason, error.message, failed=True)
     except SpecInvalid as invalid:
         return _not_ready(out, invalid.reason, invalid.message)
+    except PlanRefused as refused:  # e.g. the table gone while a switch was checked
+        return _not_ready(out, refused.reason, refused.message, failed=True)
+    except FilterError as error:  # the filter's grammar depends on the table's key types: known only here
+        return _not_ready(out, "InvalidFilter", f"spec.partitions.filter: {error}")
+    except (LookupError, ValueError, OSError) as error:
+        # e.g. the table dropped between plan and record, a storage that stopped answering: the pass fails
+        # with the reason in status and is retried with backoff, never a traceback in the operator's log
+        return _not_ready(out, "SyncError", f"{type(error).__name__}: {error}", failed=True)
     finally:
         for catalog in opened:
             close = getattr(catalog, "close", None)

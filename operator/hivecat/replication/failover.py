@@ -24,18 +24,14 @@ from hivecat.catalog.model import RelocationRefused, RelocationReport, Relocatio
 from hivecat.copy.plan import Unit
 from hivecat.copy.storage import Storage
 from hivecat.reconcile.registry import ClusterEntry
-from hivecat.replication.planner import ReplicaScope, plan_replica
+from hivecat.replication.planner import PlanRefused, ReplicaScope, plan_replica
 from hivecat.replication.verify import check_units
 
 SHOWN = 5
 
 
-class SwitchRefused(Exception):
+class SwitchRefused(PlanRefused):
     """The switch would point a unit at data that is not there or not current; nothing was written."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason, self.message = reason, message
 
 
 @dataclass(frozen=True)
