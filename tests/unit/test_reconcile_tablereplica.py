@@ -6,162 +6,17 @@ during a sync."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 
-from hivecat.catalog.model import (ObjectKind, ParamsOutcome, PartitionInfo, RelocationReport, RelocationRequest,
-                                   TableInfo, UnitParams)
-from hivecat.locations.prefix import rebase
-from hivecat.copy.copier import Copier, CopyOptions
+from hivecat.catalog.model import PartitionInfo
 from hivecat.copy.manifest import MANIFEST_NAME
-from hivecat.copy.plan import CopyPlan
-from hivecat.copy.storage import Storage
-from hivecat.reconcile.clusterstorage import Backend
-from hivecat.reconcile.registry import ClusterEntry
-from hivecat.reconcile.tablereplica import copy_targets, format_duration, resolve_clusters, sync_pass
+from hivecat.reconcile.tablereplica import copy_targets, format_duration, resolve_clusters
 from hivecat.replication.bookkeeping import replica_key
-from hivecat.replication.launch import FAILED, SUCCEEDED, LaunchResult
+from hivecat.replication.launch import FAILED, LaunchResult
 from hivecat.specs.errors import SpecInvalid
-from hivecat.specs.tablereplica import CopySettings, parse_table_replica
-
-NOW = datetime(2026, 11, 25, 12, 0, tzinfo=timezone.utc)
-
-
-class MemoryCatalog:
-    """One partitioned table; update_unit_params compares each unit's location before writing."""
-
-    def __init__(self, location: str, days: Sequence[str]) -> None:
-        self.table = TableInfo("sales", "events", location, partition_keys=("dt",))
-        self.partitions = {(d,): PartitionInfo("sales", "events", (d,), f"{location}/dt={d}") for d in days}
-        self.writes: list[UnitParams] = []
-        self.relocations: list[RelocationRequest] = []
-
-    def get_table(self, database: str, table: str) -> TableInfo | None:
-        return self.table if (database, table) == ("sales", "events") else None
-
-    def list_partitions(self, database: str, table: str, partition_filter: str | None = None):
-        return iter(sorted(self.partitions.values(), key=lambda p: p.values))
-
-    def relocate(self, request: RelocationRequest) -> RelocationReport:
-        """The location engine's effect on this one table: every location under old_prefix moved."""
-        self.relocations.append(request)
-        report = RelocationReport(f"run-{len(self.relocations)}", "memory", request.old_prefix, request.new_prefix,
-                                  request.dry_run)
-        moved = 0
-        new_table = rebase(self.table.location, request.old_prefix, request.new_prefix)
-        if new_table is not None:
-            moved += 1
-            if not request.dry_run:
-                self.table = TableInfo("sales", "events", new_table, partition_keys=("dt",),
-                                       parameters=self.table.parameters)
-        for values, found in list(self.partitions.items()):
-            new = rebase(found.location, request.old_prefix, request.new_prefix)
-            if new is not None:
-                moved += 1
-                if not request.dry_run:
-                    self.partitions[values] = PartitionInfo("sales", "events", values, new, found.parameters)
-        report.count(ObjectKind.PARTITION).rewritten = moved
-        return report
-
-    def update_unit_params(self, database: str, table: str, updates: Sequence[UnitParams]) -> ParamsOutcome:
-        conflicts = []
-        for unit in updates:
-            if unit.partition_values is None:  # the table itself
-                t = self.table
-                self.table = TableInfo(t.database, t.name, t.location, partition_keys=t.partition_keys,
-                                       parameters=unit.applied(t.parameters))
-                self.writes.append(unit)
-                continue
-            found = self.partitions.get(unit.partition_values)
-            if found is None:
-                conflicts.append((unit.partition_values, "partition no longer exists"))
-                continue
-            why = unit.conflict(found.location)
-            if why:
-                conflicts.append((unit.partition_values, why))
-                continue
-            self.partitions[unit.partition_values] = PartitionInfo(
-                "sales", "events", found.values, found.location, unit.applied(found.parameters))
-            self.writes.append(unit)
-        return ParamsOutcome(len(updates) - len(conflicts), tuple(conflicts))
-
-    def params(self, day: str) -> dict[str, str]:
-        return self.partitions[(day,)].parameters
-
-
-class InProcess:
-    """The real copy engine, in this process, as a launcher; records the plans it got."""
-
-    def __init__(self) -> None:
-        self.plans: list[CopyPlan] = []
-
-    def run(self, plan: CopyPlan, copy: CopySettings, stopped) -> LaunchResult:
-        self.plans.append(plan)
-        summary = Copier(plan, CopyOptions(verify=copy.verify, delete=True), Storage(), engine="local").run()
-        totals = summary.totals()
-        return LaunchResult(SUCCEEDED if summary.status == "succeeded" else FAILED, "", summary.run_id,
-                            totals["files_copied"], totals["bytes_copied"])
-
-
-class Liar:
-    """Says it succeeded; copies nothing (a Job completed by kwok, say)."""
-
-    def __init__(self) -> None:
-        self.runs = 0
-
-    def run(self, plan: CopyPlan, copy: CopySettings, stopped) -> LaunchResult:
-        self.runs += 1
-        return LaunchResult(SUCCEEDED, "")
-
-
-class Ports:
-    def __init__(self, catalog: MemoryCatalog, launcher) -> None:
-        self.catalog, self.launcher_ = catalog, launcher
-
-    def open(self, backend: Backend):
-        return self.catalog
-
-    def launcher(self, secondary: ClusterEntry):
-        return self.launcher_
-
-    def storage(self) -> Storage:
-        return Storage()
-
-
-@pytest.fixture()
-def lake(tmp_path: Path):
-    roots = {name: tmp_path / name for name in ("main", "dr1", "dr2")}
-    for root in roots.values():
-        root.mkdir()
-    days = ["2026-11-01", "2026-11-02", "2026-11-03"]
-    table_dir = roots["main"] / "sales.db" / "events"
-    for day in days:
-        write_partition(table_dir, day)
-    clusters = {name: ClusterEntry(name, f"file://{root}") for name, root in roots.items()}
-    catalog = MemoryCatalog(f"file://{table_dir}", days)
-    return roots, clusters, catalog, table_dir
-
-
-def write_partition(table_dir: Path, day: str, files: int = 2) -> None:
-    part = table_dir / f"dt={day}"
-    part.mkdir(parents=True, exist_ok=True)
-    for i in range(files):
-        (part / f"part-{i}.parquet").write_bytes(f"{day}-{i}".encode() * 100)
-
-
-def replica(**spec) -> object:
-    body = {"metadata": {"name": "events", "namespace": "ns"},
-            "spec": {"catalogRef": {"name": "lake"}, "database": "sales", "table": "events",
-                     "primary": "main", "secondaries": ["dr1", "dr2"], **spec}}
-    return parse_table_replica(body)
-
-
-def run(spec, catalog, clusters, launcher, run_id="r1"):
-    backend = Backend("Database", None)  # type: ignore[arg-type]  (the fake ports ignore it)
-    return sync_pass(spec, [backend], clusters, Ports(catalog, launcher), run_id, clock=lambda: NOW)
+from support.replica_lake import (NOW, InProcess, Liar, MemoryCatalog, lake, locations, replica, run,  # noqa: F401
+                                  write_partition)
 
 
 def test_both_secondaries_get_verified_copies_and_the_catalog_records_them(lake) -> None:
@@ -324,10 +179,6 @@ def roots_of(clusters) -> str:
     return clusters["dr1"].filesystem.removeprefix("file://")
 
 
-def locations(catalog: MemoryCatalog) -> list[str]:
-    return [catalog.table.location, *(p.location for p in catalog.list_partitions("sales", "events"))]
-
-
 def test_failover_moves_every_location_to_verified_copies_and_failback_moves_them_back(lake) -> None:
     roots, clusters, catalog, table_dir = lake
     run(replica(), catalog, clusters, InProcess())
@@ -363,20 +214,60 @@ def test_failover_with_one_unit_not_in_sync_is_refused_and_nothing_moves(lake) -
     assert out.status["active"] == "main" and out.status["phase"] == "Degraded"
 
 
-def test_failback_after_a_partition_was_written_on_the_secondary_is_refused(lake) -> None:
-    roots, clusters, catalog, _ = lake
+def test_failback_copies_units_changed_while_failed_over_to_new_directories_and_never_writes_the_originals(
+        lake) -> None:
+    roots, clusters, catalog, table_dir = lake
     run(replica(), catalog, clusters, InProcess())
     run(replica(active="dr1"), catalog, clusters, InProcess(), "r2")
-    added = roots["dr1"] / "sales.db" / "events"
-    write_partition(added, "2026-11-04")
+    on_dr1 = roots["dr1"] / "sales.db" / "events"
+    write_partition(on_dr1, "2026-11-04")  # added while failed over: no original on main
     catalog.partitions[("2026-11-04",)] = PartitionInfo("sales", "events", ("2026-11-04",),
-                                                        f"file://{added}/dt=2026-11-04")
+                                                        f"file://{on_dr1}/dt=2026-11-04")
+    (on_dr1 / "dt=2026-11-02" / "part-9.parquet").write_bytes(b"written on dr1")  # an insert while failed over
+    originals = {p: p.read_bytes() for p in table_dir.rglob("*") if p.is_file()}
+    launcher = InProcess()
+    out = run(replica(active="main"), catalog, clusters, launcher, "r3")
+    assert out.status["active"] == "main" and out.events[0][1] == "FailedBack", out.conditions
+    home = roots["main"] / ".hivecat" / "failback" / "ns" / "events" / "g1" / "sales.db" / "events"
+    assert locations(catalog) == [f"file://{table_dir}", f"file://{table_dir}/dt=2026-11-01",
+                                  f"file://{home}/dt=2026-11-02", f"file://{table_dir}/dt=2026-11-03",
+                                  f"file://{home}/dt=2026-11-04"]
+    assert (home / "dt=2026-11-02" / "part-9.parquet").read_bytes() == b"written on dr1"
+    assert sorted(p.name for p in (home / "dt=2026-11-04").iterdir()) == [MANIFEST_NAME, "part-0.parquet",
+                                                                         "part-1.parquet"]
+    assert {p: p.read_bytes() for p in table_dir.rglob("*") if p.is_file()} == originals  # never written
+    assert [u.id for u in launcher.plans[0].units] == ["sales.events/dt=2026-11-02", "sales.events/dt=2026-11-04"]
+    assert "2 units changed while failed over were copied to new directories" in out.events[0][2]
+    # the sync after the failback copies the moved units to dr1 and dr2 below the same new path
+    assert out.status["inSync"] == "2/2"
+    assert catalog.params("2026-11-02")[replica_key("dr1", "location")].endswith(
+        "/dr1/.hivecat/failback/ns/events/g1/sales.db/events/dt=2026-11-02")
+    # A second round trip: the unit that lives below g1 goes to g2 on the next failback, never back into g1.
+    run(replica(active="dr1"), catalog, clusters, InProcess(), "r4")
+    again = roots["dr1"] / ".hivecat" / "failback" / "ns" / "events" / "g1" / "sales.db" / "events"
+    (again / "dt=2026-11-02" / "part-8.parquet").write_bytes(b"second round")
+    out = run(replica(active="main"), catalog, clusters, InProcess(), "r5")
+    assert out.status["active"] == "main"
+    assert catalog.partitions[("2026-11-02",)].location.endswith("/.hivecat/failback/ns/events/g2/sales.db/events/"
+                                                                 "dt=2026-11-02")
+    assert catalog.partitions[("2026-11-04",)].location == f"file://{home}/dt=2026-11-04"  # unchanged: back to g1
+
+
+def test_failback_whose_copy_does_not_verify_is_refused_and_nothing_moves(lake) -> None:
+    roots, clusters, catalog, table_dir = lake
+    run(replica(), catalog, clusters, InProcess())
+    run(replica(active="dr1"), catalog, clusters, InProcess(), "r2")
+    on_dr1 = roots["dr1"] / "sales.db" / "events"
+    write_partition(on_dr1, "2026-11-04")
+    catalog.partitions[("2026-11-04",)] = PartitionInfo("sales", "events", ("2026-11-04",),
+                                                        f"file://{on_dr1}/dt=2026-11-04")
     before = locations(catalog)
-    out = run(replica(active="main"), catalog, clusters, InProcess(), "r3")
+    out = run(replica(active="main"), catalog, clusters, Liar(), "r3")
     assert locations(catalog) == before and out.status["active"] == "dr1"
     ready = next(c for c in out.conditions if c.type == "Ready")
-    assert ready.reason == "FailbackRefused" and "sales.events/dt=2026-11-04" in ready.message
-    assert not (roots["main"] / "sales.db" / "events" / "dt=2026-11-04").exists()  # originals never written
+    assert ready.reason == "FailbackRefused" and "1 of 1 units changed while failed over" in ready.message
+    assert "sales.events/dt=2026-11-04: not copied yet" in ready.message
+    assert not (table_dir / "dt=2026-11-04").exists()  # originals never written
 
 
 def test_failover_refused_when_partitions_outside_the_scope_would_move(lake) -> None:

@@ -18,14 +18,16 @@ from hivecat.catalog.base import Catalog
 from hivecat.catalog.connect import CatalogUnavailable
 from hivecat.copy.errors import CopyInputError
 from hivecat.copy.plan import CopyPlan
-from hivecat.copy.storage import Storage
+from hivecat.copy.storage import Storage, parse_uri
 from hivecat.k8s import SecretUnavailable
 from hivecat.locations.partition_filter import FilterError
 from hivecat.reconcile.clusterstorage import Backend
 from hivecat.reconcile.conditions import Condition
 from hivecat.reconcile.registry import ClusterEntry
 from hivecat.replication.bookkeeping import bookkeeping, read_only_marks
-from hivecat.replication.failover import Switch, SwitchRefused, check_switch, switch_locations
+from hivecat.replication.failover import (FAILBACK_DIR, Moved, Switch, SwitchRefused, check_switch,
+                                         relocate_changed, switch_locations)
+from hivecat.replication.housekeeping import HousekeepingReport, housekeep
 from hivecat.replication.launch import CANCELLED, SUCCEEDED, LaunchResult
 from hivecat.replication.placement import cluster_of
 from hivecat.replication.planner import PlanRefused, ReplicaPlan, ReplicaScope, on_secondary, plan_replica
@@ -97,6 +99,7 @@ class SecondaryOutcome:
     outside: list[str] = field(default_factory=list)  # units in scope whose location is not on the active cluster
     conflicts: list[str] = field(default_factory=list)  # bookkeeping not written (the unit moved, or refused)
     unverified: int = 0                # units copied whose check afterwards failed
+    housekeeping: HousekeepingReport | None = None  # copies of units gone from the table
     recorded: int = 0
     cleared: int = 0
     error: str | None = None           # the pass could not run for this secondary
@@ -109,8 +112,8 @@ class SecondaryOutcome:
 
 
 def sync_secondary(spec: TableReplicaSpec, catalogs: Sequence[Catalog], source: ClusterEntry,
-                   secondary: ClusterEntry, ports: ReplicaPorts, now: datetime,
-                   stopped: Callable[[], bool]) -> tuple[SecondaryOutcome, ReplicaPlan | None]:
+                   secondary: ClusterEntry, ports: ReplicaPorts, now: datetime, stopped: Callable[[], bool],
+                   run_id: str = "") -> tuple[SecondaryOutcome, ReplicaPlan | None]:
     """One secondary brought in sync and recorded. `catalogs[0]` is planned from; bookkeeping goes to each."""
     out = SecondaryOutcome(secondary.name)
     scope = ReplicaScope(spec.database, spec.table, spec.partition_filter, spec.most_recent)
@@ -146,7 +149,28 @@ def sync_secondary(spec: TableReplicaSpec, catalogs: Sequence[Catalog], source: 
     out.refused = [f"{c.unit.id}: {c.reason}" for c in checks if c.state in (NOT_OWNED, SOURCE_MISSING, UNREADABLE)]
     out.outside = [f"{uid} at {location}" for uid, location in planned.outside]
     out.lag_seconds = _lag(checks, now)
+    if table is not None and table.partition_keys and out.location and not stopped():
+        out.housekeeping = _housekeep(spec, catalogs[0], planned, source, secondary, table.partition_keys,
+                                      out.location, storage, now, run_id)
     return out, planned
+
+
+def _housekeep(spec: TableReplicaSpec, catalog: Catalog, planned: ReplicaPlan, source: ClusterEntry,
+               secondary: ClusterEntry, keys: Sequence[str], table_copy: str, storage: Storage, now: datetime,
+               run_id: str) -> HousekeepingReport:
+    """Copies on the secondary of units gone from the table: marked, removed after spec.housekeeping.delay.
+    Every unit of the table protects its own location and its copy's, in scope or not."""
+    whole = planned
+    if spec.partition_filter is not None or spec.most_recent is not None:
+        whole = plan_replica(catalog, ReplicaScope(spec.database, spec.table), source, secondary)
+    live = [location for u in whole.plan.units for location in (u.source, u.target)]
+    for _, location in whole.outside:
+        try:
+            live.append(parse_uri(location or "", "a unit's location"))
+        except CopyInputError:
+            continue  # not a location a copy can be below
+    return housekeep(storage, parse_uri(table_copy, "the table's copy"), len(keys), spec.qualified_table, live, now,
+                     spec.housekeeping_delay, run_id)
 
 
 def _lag(checks: Sequence[UnitCheck], now: datetime) -> float:
@@ -219,13 +243,14 @@ def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str
     current = clusters[current_name]
     switch_refused = None
     if current.name != resolved.active.name:
-        switch = Switch(current, resolved.active, failback=resolved.active.name == resolved.primary.name)
+        switch = Switch(current, resolved.active, failback=resolved.active.name == resolved.primary.name,
+                        home=f"{spec.namespace}/{spec.name}")
         try:
             if not journaled:
                 raise SwitchRefused("JournalNotConfigured", "relocations of a Glue or Thrift catalog are journaled "
                                     "in the operator's journal database, which is not configured (Helm value "
                                     "journal.urlSecretRef): the table stays where it is")
-            _switch(spec, catalogs, switch, ports, clock, out)
+            _switch(spec, catalogs, switch, ports, clock, stopped, out)
             current = resolved.active
             table = catalogs[0].get_table(spec.database, spec.table) or table
         except SwitchRefused as refused:
@@ -237,7 +262,7 @@ def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str
     for target in copy_targets(resolved, current):
         if stopped():
             break
-        outcome, _ = sync_secondary(spec, catalogs, current, target, ports, clock(), stopped)
+        outcome, _ = sync_secondary(spec, catalogs, current, target, ports, clock(), stopped, run_id)
         outcomes.append(outcome)
     cancelled = any(o.launch is not None and o.launch.outcome == CANCELLED for o in outcomes)
     out.status = {**replica_status(resolved, current, table.location, outcomes, run_id, started, clock()),
@@ -250,21 +275,46 @@ def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str
 
 
 def _switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: Switch, ports: ReplicaPorts,
-            clock: Callable[[], datetime], out: SyncOutcome) -> None:
-    """Check the gate on the first backend, then relocate on each (the same table in every backend)."""
+            clock: Callable[[], datetime], stopped: Callable[[], bool], out: SyncOutcome) -> None:
+    """Check the gate on the first backend; on failback copy the units changed while failed over to new
+    directories on the primary and verify them; then relocate on each backend (the same table in every one)."""
     scope = ReplicaScope(spec.database, spec.table, spec.partition_filter, spec.most_recent)
-    units = check_switch(catalogs[0], scope, switch, ports.storage(), spec.copy.verify)
-    runs = [report for catalog in catalogs for report in switch_locations(catalog, scope, switch)]
+    plan = check_switch(catalogs[0], scope, switch, ports.storage(), spec.copy.verify)
+    if plan.changed:
+        _copy_changed(spec, plan.changed, switch, ports, stopped)
+    runs = [report for catalog in catalogs for report in relocate_changed(catalog, scope, plan.changed)]
+    runs += [report for catalog in catalogs for report in switch_locations(catalog, scope, switch)]
     for catalog in catalogs:  # for cooperating writers: where not to write any more (not enforced)
         catalog.update_unit_params(spec.database, spec.table, [read_only_marks(switch.source.name,
                                                                                switch.target.name)])
     word, reason = ("failed back", "FailedBack") if switch.failback else ("failed over", "FailedOver")
+    copied = (f"; {len(plan.changed)} units changed while failed over were copied to new directories under "
+              f"{switch.target.filesystem.rstrip('/')}/{FAILBACK_DIR}/{switch.home} (their originals stay "
+              "as they were)" if plan.changed else "")
     out.events.append(("Normal", reason, f"{spec.qualified_table} {word} from {switch.source.name} to "
-                                         f"{switch.target.name}: {units} units verified, "
+                                         f"{switch.target.name}: {plan.units} units verified, "
                                          f"{sum(r.rewritten for r in runs)} locations rewritten in run(s) "
-                                         f"{', '.join(r.run_id for r in runs) or 'none'}; an undo of a run "
-                                         "restores its locations"))
+                                         f"{', '.join(r.run_id for r in runs) or 'none'}{copied}; an undo of a "
+                                         "run restores its locations"))
     out.status["lastFailoverTime"] = clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _copy_changed(spec: TableReplicaSpec, changed: Sequence[Moved], switch: Switch, ports: ReplicaPorts,
+                  stopped: Callable[[], bool]) -> None:
+    """Copy, then verify from the data; SwitchRefused (nothing relocated) unless every new directory is whole."""
+    units = [m.unit for m in changed]
+    storage = ports.storage()
+    pending = [c.unit for c in check_units(units, storage, spec.copy.verify) if not c.in_sync]
+    if pending:  # a failback tried before may have copied some already
+        launch = ports.launcher(switch.target).run(CopyPlan(tuple(pending)), spec.copy, stopped)
+        if launch.outcome == CANCELLED:
+            raise SwitchRefused("FailbackCancelled", "the failback's copy was cancelled (the operator stopped); "
+                                                     "the next pass resumes it")
+    behind = [f"{c.unit.id}: {c.reason}" for c in check_units(units, storage, spec.copy.verify) if not c.in_sync]
+    if behind:
+        raise SwitchRefused("FailbackRefused", f"failback to {switch.target.name} refused, nothing was changed: "
+                                               f"{len(behind)} of {len(units)} units changed while failed over are "
+                                               f"not yet copied whole to new directories there: {_first(behind)}")
 
 
 def replica_status(resolved: Resolved, current: ClusterEntry, table_location: str | None,
@@ -286,6 +336,9 @@ def replica_status(resolved: Resolved, current: ClusterEntry, table_location: st
             entry["lag"] = format_duration(o.lag_seconds)
         if o.state == "InSync":
             entry["lastSyncTime"] = stamp
+        if o.housekeeping is not None:
+            entry["unitsDropped"] = o.housekeeping.pending
+            entry["unitsRemoved"] = len(o.housekeeping.removed)
         replicas.append(entry)
     in_sync = sum(o.state == "InSync" for o in outcomes)
     lags = [o.lag_seconds for o in outcomes if o.lag_seconds is not None]
@@ -334,6 +387,9 @@ def _conditions(spec: TableReplicaSpec, current: ClusterEntry, outcomes: Sequenc
         if o.conflicts:
             problems.append(f"{o.cluster}: {len(o.conflicts)} units could not be recorded in the catalog: "
                             f"{_first(o.conflicts)}")
+        if o.housekeeping is not None and o.housekeeping.kept:
+            problems.append(f"{o.cluster}: {len(o.housekeeping.kept)} copies of units gone from the table are "
+                            f"kept: {_first(o.housekeeping.kept)}")
     outside = next((o.outside for o in outcomes if o.outside), [])  # the same units for every secondary
     if outside:
         problems.append(f"{len(outside)} units in scope are not on {current.name}, where the table's locations "
@@ -352,11 +408,19 @@ def _first(items: Sequence[str]) -> str:
 def _event(run_id: str, outcomes: Sequence[SecondaryOutcome]) -> tuple[str, str, str]:
     parts = [f"{o.cluster}: {o.units_in_sync}/{o.units_total} units in sync, {o.recorded} recorded"
              + (f", {o.launch.files_copied} files ({o.launch.bytes_copied} bytes) copied"
-                if o.launch is not None else ", nothing to copy")
+                if o.launch is not None else ", nothing to copy") + _housekeeping_words(o.housekeeping)
              for o in outcomes]
     failed = any(o.state == "Failed" for o in outcomes)
     return ("Warning" if failed else "Normal", "SyncFailed" if failed else "Synced",
             f"sync {run_id}: " + "; ".join(parts))
+
+
+def _housekeeping_words(report: HousekeepingReport | None) -> str:
+    if report is None or not (report.marked or report.removed):
+        return ""
+    words = [f"{len(report.marked)} copies of gone units marked for removal" if report.marked else "",
+             f"{len(report.removed)} removed after the delay" if report.removed else ""]
+    return ", " + ", ".join(w for w in words if w)
 
 
 def format_duration(seconds: float) -> str:

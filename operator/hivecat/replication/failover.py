@@ -5,29 +5,36 @@ The gate, checked at switch time from the data (replication/verify.py), not from
 - every unit of the table under the current cluster is in scope (a partition outside spec.partitions would
   move with the table and point at a copy that does not exist);
 - failover (to a cluster holding copies): every unit's copy there is whole and current against the original;
-- failback (to the primary, whose directories are the user's originals): every original is still what the
-  copy on the current cluster was made from, and no unit exists only on the current cluster (written while
-  failed over): copying changes back into new directories on the primary is not built, and the user's
-  original directories are never written. Failback is refused until then, with the units named.
+- failback (to the primary, whose directories are the user's originals): a unit whose original is still what
+  its copy on the current cluster was made from goes back to the original. A unit changed while failed over
+  (written on the current cluster, or added there) is copied from the current cluster into a new directory of
+  hivecat's on the primary, `<primary>/.hivecat/failback/<namespace>/<replica>/g<N>/<path>`, verified, and
+  pointed at there: the user's original directories are never written, and stay until removed by hand.
 
-The switch itself is the location engine's relocation of the table (scope: that table, every prefix of the
-current cluster), journaled and undoable like a drift repair, on every backend of the catalog.
+The switch itself is the location engine's relocation (journaled and undoable like a drift repair, on every
+backend of the catalog): first each changed unit to its new directory, then the rest of the table from every
+prefix of the current cluster to the target's filesystem. A switch cut short leaves each unit pointing at a
+whole copy; the next pass finishes it (units already moved are no longer under the current cluster).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.model import RelocationRefused, RelocationReport, RelocationRequest, Scope
-from hivecat.copy.plan import Unit
-from hivecat.copy.storage import Storage
+from hivecat.copy.plan import Unit, check_overlaps
+from hivecat.copy.storage import Storage, parse_uri
+from hivecat.locations.prefix import rebase
 from hivecat.reconcile.registry import ClusterEntry
 from hivecat.replication.planner import PlanRefused, ReplicaScope, plan_replica
-from hivecat.replication.verify import check_units
+from hivecat.replication.verify import IN_SYNC, NOT_OWNED, SOURCE_MISSING, STALE, check_units
 
 SHOWN = 5
+FAILBACK_DIR = ".hivecat/failback"  # below a primary's filesystem: units changed while failed over
+CHANGED = (STALE, SOURCE_MISSING, NOT_OWNED)  # failback: the copy differs from the original, or has none
 
 
 class SwitchRefused(PlanRefused):
@@ -39,10 +46,26 @@ class Switch:
     source: ClusterEntry   # where the locations point now
     target: ClusterEntry   # where they are to point
     failback: bool         # the target is the primary: its directories are the originals
+    home: str = ""         # failback: "<namespace>/<replica>", whose directory on the primary holds changed units
 
 
-def check_switch(catalog: Catalog, scope: ReplicaScope, switch: Switch, storage: Storage, verify: str) -> int:
-    """Refuse (SwitchRefused) unless every unit may move; returns the number of units that move."""
+@dataclass(frozen=True)
+class Moved:
+    """A unit changed while failed over: its copy to make (current cluster -> new directory on the primary) and
+    its location as the catalog spells it (what the relocation of that one unit starts from)."""
+
+    unit: Unit
+    location: str
+
+
+@dataclass(frozen=True)
+class SwitchPlan:
+    units: int                              # units that move
+    changed: tuple[Moved, ...] = field(default=())  # failback: units that go to new directories
+
+
+def check_switch(catalog: Catalog, scope: ReplicaScope, switch: Switch, storage: Storage, verify: str) -> SwitchPlan:
+    """Refuse (SwitchRefused) unless every unit may move; what moves, and (failback) what must be copied first."""
     word = "failback" if switch.failback else "failover"
     reason = "FailbackRefused" if switch.failback else "FailoverRefused"
     whole = plan_replica(catalog, ReplicaScope(scope.database, scope.table), switch.source, switch.target)
@@ -56,13 +79,65 @@ def check_switch(catalog: Catalog, scope: ReplicaScope, switch: Switch, storage:
     if switch.failback:  # the copies (with their manifests) are on the source; the originals on the target
         units = [Unit(u.id, u.target, u.source) for u in units]
     checks = check_units(units, storage, verify)
-    missing = [f"{c.unit.id}: {c.reason}" for c in checks if not c.in_sync]
+    if switch.failback:
+        changed = [c for c in checks if c.state in CHANGED]
+        missing = [f"{c.unit.id}: {c.reason}" for c in checks if c.state != IN_SYNC and c.state not in CHANGED]
+    else:
+        changed, missing = [], [f"{c.unit.id}: {c.reason}" for c in checks if not c.in_sync]
     if missing:
-        where = (f"no original on {switch.target.name} matches the copy on {switch.source.name}" if switch.failback
+        where = ("cannot be compared with their originals" if switch.failback
                  else f"not whole and current on {switch.target.name}")
         raise SwitchRefused(reason, f"{word} to {switch.target.name} refused, nothing was changed: {len(missing)} "
                                     f"of {len(checks)} units {where}: {_first(missing)}")
-    return len(checks)
+    moved = []
+    for check in changed:
+        ref = planned.refs[check.unit.id]
+        home = failback_home(ref.location, switch)
+        if home is None:
+            raise SwitchRefused(reason, f"{word}: no new directory on {switch.target.name} can be named for "
+                                        f"{check.unit.id} at {ref.location}")
+        moved.append(Moved(Unit(check.unit.id, check.unit.target, parse_uri(home, f"unit {check.unit.id!r}: "
+                                                                                  "target")), ref.location))
+    check_overlaps([m.unit for m in moved])
+    return SwitchPlan(len(checks), tuple(moved))
+
+
+_GENERATION = re.compile(r"g([0-9]{1,9})")
+_MARK = "file:///hivecat-below"
+
+
+def failback_home(location: str, switch: Switch) -> str | None:
+    """The new directory on the primary for a unit changed while failed over: its path on the current cluster
+    below `<primary>/.hivecat/failback/<namespace>/<replica>/g<N>`, where N is one more than the generation the
+    unit came from (a unit that was itself failed back once lives below g1 and goes to g2), so no directory a
+    unit pointed at before is ever the target of a copy."""
+    base = f"{FAILBACK_DIR}/{switch.home}"
+    for prefix in (switch.source.filesystem, *switch.source.aliases):
+        below = rebase(location, prefix, _MARK)  # the path below the prefix, however the catalog spells it
+        if below is None:
+            continue
+        rest, generation = below[len(_MARK):], 0
+        head = f"/{base}/"
+        if rest.startswith(head):
+            name, _, tail = rest[len(head):].partition("/")
+            if _GENERATION.fullmatch(name):
+                generation, rest = int(name[1:]), "/" + tail if tail else ""
+        return f"{switch.target.filesystem.rstrip('/')}/{base}/g{generation + 1}{rest}"
+    return None
+
+
+def relocate_changed(catalog: Catalog, scope: ReplicaScope, moved: Sequence[Moved]) -> list[RelocationReport]:
+    """Each changed unit's location to its new directory, one journaled run per unit (anchored: nothing else of
+    the table is under a unit's own directory)."""
+    reports = []
+    for unit in moved:
+        request = RelocationRequest(unit.location, unit.unit.target.uri, Scope(scope.database, scope.table),
+                                    allow_scheme_change=True)
+        try:
+            reports.append(catalog.relocate(request))
+        except RelocationRefused as refused:
+            raise SwitchRefused("RelocationRefused", str(refused)) from None
+    return reports
 
 
 def switch_locations(catalog: Catalog, scope: ReplicaScope, switch: Switch) -> list[RelocationReport]:

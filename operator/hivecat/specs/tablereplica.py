@@ -16,6 +16,7 @@ from hivecat.specs.fields import choice, flag, mapping, opt_str, whole
 __all__ = ["CopySettings", "TableReplicaSpec", "parse_table_replica", "parse_duration", "SpecInvalid"]
 
 DEFAULT_INTERVAL: Final = 3600.0  # a TableReplica without schedule.interval syncs hourly
+DEFAULT_HOUSEKEEPING_DELAY: Final = 3 * 24 * 3600.0  # copies of dropped partitions kept 3 days (as circus-train)
 MIN_INTERVAL: Final = 1.0
 MAX_INTERVAL: Final = 30 * 24 * 3600.0
 MAX_SECONDARIES: Final = 16
@@ -52,6 +53,7 @@ class TableReplicaSpec:
     interval: float  # seconds between the starts of two syncs
     copy: CopySettings
     suspend: bool
+    housekeeping_delay: float = DEFAULT_HOUSEKEEPING_DELAY  # seconds a copy of a gone unit is kept, marked
 
     @property
     def qualified_table(self) -> str:
@@ -87,6 +89,7 @@ def parse_table_replica(body: Mapping[str, Any]) -> TableReplicaSpec:
     schedule = mapping(spec.get("schedule"), "spec.schedule")
     interval = schedule.get("interval")
     copy = mapping(spec.get("copy"), "spec.copy")
+    delay = mapping(spec.get("housekeeping"), "spec.housekeeping").get("delay")
     return TableReplicaSpec(
         name=str(meta.get("name") or ""),
         namespace=str(meta.get("namespace") or "default"),
@@ -106,17 +109,19 @@ def parse_table_replica(body: Mapping[str, Any]) -> TableReplicaSpec:
             engine=choice(copy, "engine", ENGINES, "auto", "spec.copy"),
         ),
         suspend=flag(spec, "suspend", "spec", False),
+        housekeeping_delay=DEFAULT_HOUSEKEEPING_DELAY if delay is None
+        else parse_duration(delay, "spec.housekeeping.delay", "InvalidField"),
     )
 
 
-def parse_duration(value: Any, where: str) -> float:
+def parse_duration(value: Any, where: str, reason: str = "InvalidSchedule") -> float:
     """Seconds of a Go-style duration such as 15m, 1h30m or 90s, within MIN_INTERVAL..MAX_INTERVAL."""
     if not isinstance(value, str) or not _DURATION.fullmatch(value):
-        raise SpecInvalid("InvalidSchedule", f"{where} {str(value)[:40]!r} is not a duration such as 15m, 1h30m "
+        raise SpecInvalid(reason, f"{where} {str(value)[:40]!r} is not a duration such as 15m, 1h30m "
                                              "or 90s")
     seconds = sum(float(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION_PART.findall(value))
     if not MIN_INTERVAL <= seconds <= MAX_INTERVAL:
-        raise SpecInvalid("InvalidSchedule", f"{where} {value} is outside 1s to 30 days (720h)")
+        raise SpecInvalid(reason, f"{where} {value} is outside 1s to 30 days (720h)")
     return seconds
 
 
