@@ -27,7 +27,8 @@ from kube.operator import OperatorProcess  # noqa: E402
 from support.services import (START_SECONDS, mariadb_server, moto, moto_server, scratch_mariadb,  # noqa: E402,F401
                               unique_name)  # (fixtures by name)
 
-from hivecat.kinds import GROUP, HIVE_CATALOG, VERSION  # noqa: E402  (test modules import these from here)
+from hivecat.kinds import GROUP, HIVE_CATALOG, VERSION  # noqa: E402
+from hivecat.local.scratch_db import drop_database  # noqa: E402  (test modules import these from here)
 
 CRD_DIR = REPO / "crds"
 EXAMPLES_DIR = REPO / "examples"
@@ -151,3 +152,17 @@ def metastore_db(scratch_mariadb: str) -> Iterator[str]:  # noqa: F811
         for host in hosts:
             conn.execute(sa.text(f"DROP USER IF EXISTS '{user}'@'{host}'"))
     admin.dispose()
+
+
+@pytest.fixture
+def journal(mariadb_server: str, metastore_db: str) -> Iterator[str]:  # noqa: F811
+    """A database on the metastore's server for the relocation journal, which the catalog's user may write; the
+    operator is given it as HIVECAT_JOURNAL_SCHEMA (failovers and repairs on a SQL catalog are journaled there)."""
+    name, user = unique_name("hc_tr_journal"), sa.make_url(metastore_db).username
+    admin = sa.create_engine(mariadb_server)
+    with admin.begin() as conn:
+        for host in ("localhost", "127.0.0.1", "%"):
+            conn.execute(sa.text(f"GRANT ALL PRIVILEGES ON `{name}`.* TO '{user}'@'{host}'"))
+    admin.dispose()
+    yield name
+    drop_database(mariadb_server, name)

@@ -3,33 +3,35 @@ MariaDB (tests/support/thrift_catalog.py), its data in a local directory registe
 the operator copies it to two other registered directories with the copy engine (the Local launcher: a child
 process of the operator), checks every unit's manifest against the source, records the copies in the
 metastore's partition parameters and reports them in status. A partition added by Spark is the only unit the
-next sync copies. A secondary whose copies run as Kubernetes Jobs gets a Job that kwok completes without
+next sync copies. A partition dropped on the primary leaves copies that a sync marks and a sync after
+spec.housekeeping.delay removes. A secondary whose copies run as Kubernetes Jobs gets a Job that kwok completes without
 copying: nothing is recorded for it, and a failover to it is refused; likewise a SparkApplication that the
 test completes as spark-operator would. A failover to a verified secondary
-moves every location, and Spark reads every row from there with the primary's directory gone; deleting the
-TableReplica while failed over waits for the failback, then removes its bookkeeping and leaves the data alone.
+moves every location, and Spark reads every row from there with the primary's directory gone; Spark then
+writes a new partition and a row into a copied one on the secondary. Deleting the TableReplica while failed
+over waits for the failback, which copies those two units into new directories on the primary (the originals
+untouched) and points the rest back at the originals; then it removes its bookkeeping and leaves the data
+alone, and Spark reads every row, old and new.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
-from collections.abc import Iterator
+import time
 from pathlib import Path
 
-import pytest
-import sqlalchemy as sa
 from hivecat.copy.manifest import MANIFEST_NAME
 from hivecat.kinds import ANNOTATION_SYNC_NOW
-from hivecat.local.scratch_db import drop_database
 from hivecat.replication.bookkeeping import REPLICA_PREFIX, replica_key
+from hivecat.replication.housekeeping import MARK_NAME
 from hivecat.workloads.copy_job import copy_name
 from hmsclient import hmsclient
 from kube.clients import Client
 from support.crds import declared_status
 from support.kube_resources import apply, events, get, status_of, wait_for, wait_reason
 from support.location_dump import dump_locations
-from support.services import unique_name
 from support.spark_crd import CRD_NAME as SPARK_CRD
 from support.spark_crd import spark_application_crd
 from support.thrift_catalog import served_catalog
@@ -47,6 +49,8 @@ SPARK = textwrap.dedent("""
                   " (3, 'c', '2026-11-02'), (4, 'd', '2026-11-03')")
     elif sys.argv[1] == "add":
         spark.sql("INSERT INTO sales.orders PARTITION (dt='2026-11-04') VALUES (5, 'e')")
+    elif sys.argv[1] == "write-while-failed-over":  # a new partition, and a row into one that was copied
+        spark.sql("INSERT INTO sales.orders PARTITION (dt) VALUES (6, 'f', '2026-11-05'), (7, 'g', '2026-11-02')")
     rows = spark.sql("SELECT id, v, dt FROM sales.orders ORDER BY id").collect()
     print("ROWS", [(r.id, r.v, r.dt) for r in rows])
     spark.stop()
@@ -63,27 +67,24 @@ def storage(name: str, root: Path, job_image: str | None = None, spark_image: st
             "spec": spec}
 
 
-def replica(sync: str | None = None, secondaries: list[str] | None = None, active: str | None = None) -> dict:
+def replica(sync: str | None = None, secondaries: list[str] | None = None, active: str | None = None,
+            housekeeping: str | None = None) -> dict:
     metadata: dict = {"name": "orders"}
     if sync:
         metadata["annotations"] = {ANNOTATION_SYNC_NOW: sync}
     return {"apiVersion": "hivecatalog.io/v1alpha1", "kind": "TableReplica", "metadata": metadata,
             "spec": {"catalogRef": {"name": "sales"}, "database": "sales", "table": "orders", "primary": "main",
                      "secondaries": secondaries or ["dr1", "dr2"], "schedule": {"interval": "1h"},
-                     **({"active": active} if active else {})}}
+                     **({"active": active} if active else {}),
+                     **({"housekeeping": {"delay": housekeeping}} if housekeeping else {})}}
 
 
-@pytest.fixture
-def journal(mariadb_server: str, metastore_db: str) -> Iterator[str]:
-    """A database on the metastore's server for the relocation journal, which the catalog's user may write."""
-    name, user = unique_name("hc_tr_journal"), sa.make_url(metastore_db).username
-    admin = sa.create_engine(mariadb_server)
-    with admin.begin() as conn:
-        for host in ("localhost", "127.0.0.1", "%"):
-            conn.execute(sa.text(f"GRANT ALL PRIVILEGES ON `{name}`.* TO '{user}'@'{host}'"))
-    admin.dispose()
-    yield name
-    drop_database(mariadb_server, name)
+def sync_now(kubectl: Client, namespace: str, sync: str, what: str, **spec) -> dict:
+    """Ask for a sync now and wait for its status."""
+    before = status_of(kubectl, namespace, "orders", "tablereplica").get("lastRunId")
+    apply(kubectl, namespace, replica(sync=sync, **spec))
+    return wait_for(what, lambda: (s := status_of(kubectl, namespace, "orders", "tablereplica"))
+                    .get("lastRunId") != before and s, timeout=120)
 
 
 def path_of(location: str) -> str:
@@ -176,6 +177,34 @@ def test_copies_recorded_in_the_metastore_new_partitions_only_and_bookkeeping_re
         recorded = partitions(served.port)
         assert replica_key("dr2", "location") in recorded["2026-11-04"][1]
 
+        # Housekeeping: a partition dropped on the primary (its data kept there) leaves copies on dr1 and dr2,
+        # which the next sync marks and a sync after spec.housekeeping.delay removes.
+        scratch = table_dir / "dt=2026-10-31"
+        scratch.mkdir()
+        for data in (table_dir / "dt=2026-11-01").iterdir():
+            (scratch / data.name).write_bytes(data.read_bytes())
+        with hmsclient.HMSClient(host="127.0.0.1", port=served.port) as client:
+            template = client.get_partition("sales", "orders", ["2026-11-01"])
+            template.sd.location, template.values, template.parameters = f"file:{scratch}", ["2026-10-31"], {}
+            client.add_partitions([template])
+        status = sync_now(kubectl, namespace, "h1", "the scratch partition copied", housekeeping="1s")
+        copies = [roots[name] / "warehouse/sales.db/orders/dt=2026-10-31" for name in ("dr1", "dr2")]
+        assert status.get("inSync") == "2/2" and all((copy / MANIFEST_NAME).is_file() for copy in copies)
+        with hmsclient.HMSClient(host="127.0.0.1", port=served.port) as client:
+            assert client.drop_partition("sales", "orders", ["2026-10-31"], False)
+        status = sync_now(kubectl, namespace, "h2", "the dropped partition's copies marked", housekeeping="1s")
+        assert [(r["unitsDropped"], r["unitsRemoved"]) for r in status["replicas"] if r["role"] == "Secondary"] \
+            == [(1, 0)] * 2
+        assert all((copy / MARK_NAME).is_file() and (copy / MANIFEST_NAME).is_file() for copy in copies)
+        time.sleep(1)
+        status = sync_now(kubectl, namespace, "h3", "the dropped partition's copies removed", housekeeping="1s")
+        assert [(r["unitsDropped"], r["unitsRemoved"]) for r in status["replicas"] if r["role"] == "Secondary"] \
+            == [(0, 1)] * 2
+        assert not any(copy.exists() for copy in copies) and (scratch / data.name).is_file()  # main's data stays
+        assert all((roots[name] / "warehouse/sales.db/orders/dt=2026-11-01" / MANIFEST_NAME).is_file()
+                   for name in ("dr1", "dr2"))
+        shutil.rmtree(scratch)
+
         # A secondary whose copies run as Kubernetes Jobs: kwok completes the Job without copying anything
         # (it runs no containers), so nothing may be recorded for that secondary, and status says why.
         apply(kubectl, namespace, storage("dr3", roots["dr3"], job_image=IMAGE))
@@ -256,22 +285,33 @@ def test_copies_recorded_in_the_metastore_new_partitions_only_and_bookkeeping_re
         finally:
             away.rename(table_dir)
 
-        # Deleting while failed over waits for a failback; spec.active back on the primary fails back (the
-        # originals are what the copies were made from) and the deletion goes on.
+        # Written while failed over: a new partition and a row in a copied one, both on dr1.
+        originals = {p: p.read_bytes() for p in table_dir.rglob("*") if p.is_file()}
+        served.spark(SPARK, "write-while-failed-over")
+
+        # Deleting while failed over waits for a failback; spec.active back on the primary fails back: the two
+        # units written on dr1 are copied to new directories on main, the others go back to their originals,
+        # which are never written; then the deletion goes on.
         kubectl("delete", "-n", namespace, "tablereplica", "orders", "--wait=false")
         wait_reason(kubectl, namespace, "orders", "DeletionBlocked", kind="tablereplica", timeout=60)
         assert {path_of(location) for location, _ in partitions(served.port).values()} == {
-            f"{dr1_table}/dt={day}" for day in (*DAYS, "2026-11-04")}
+            f"{dr1_table}/dt={day}" for day in (*DAYS, "2026-11-04", "2026-11-05")}
         apply(kubectl, namespace, replica())
         wait_for("the TableReplica gone", lambda: get(kubectl, namespace, "tablereplica", "orders") is None,
                  timeout=120)
-        assert events(kubectl, namespace, "FailedBack")
+        failed_back = events(kubectl, namespace, "FailedBack")
+        assert "2 units changed while failed over were copied to new directories" in failed_back[0]["message"]
         after = partitions(served.port)
+        home = roots["main"] / ".hivecat" / "failback" / namespace / "orders" / "g1" / "warehouse/sales.db/orders"
         assert {day: path_of(location) for day, (location, _) in after.items()} == {
-            day: f"{table_dir}/dt={day}" for day in (*DAYS, "2026-11-04")}
+            **{day: f"{table_dir}/dt={day}" for day in ("2026-11-01", "2026-11-03", "2026-11-04")},
+            **{day: f"{home}/dt={day}" for day in ("2026-11-02", "2026-11-05")}}
+        assert {p: p.read_bytes() for p in table_dir.rglob("*") if p.is_file()} == originals
+        assert (home / "dt=2026-11-05" / MANIFEST_NAME).is_file()
         assert not [k for _, parameters in after.values() for k in parameters if k.startswith(REPLICA_PREFIX)]
         assert not [k for k in table_parameters(served.port) if k.startswith(REPLICA_PREFIX)]
         for name in ("dr1", "dr2"):
             assert (roots[name] / "warehouse/sales.db/orders/dt=2026-11-04" / MANIFEST_NAME).is_file()
         read = served.spark(SPARK, "read")
-        assert "(5, 'e', '2026-11-04')" in read.stdout
+        assert "ROWS [(1, 'a', '2026-11-01'), (2, 'b', '2026-11-01'), (3, 'c', '2026-11-02'), (4, 'd', " \
+               "'2026-11-03'), (5, 'e', '2026-11-04'), (6, 'f', '2026-11-05'), (7, 'g', '2026-11-02')]" in read.stdout

@@ -206,6 +206,25 @@ def test_a_held_lock_defers_and_says_so() -> None:
     assert "tried again later" in condition.message
 
 
+def test_a_repair_whose_journal_cannot_be_written_is_a_condition_and_writes_nothing() -> None:
+    from hivecat.catalog.journal import JournalUnavailable
+
+    class NoJournal(FakeCatalog):
+        def relocate(self, request: RelocationRequest) -> RelocationReport:
+            if not request.dry_run:
+                raise JournalUnavailable("hive may not create or write the relocation journal: grant it")
+            return super().relocate(request)
+
+    fake = NoJournal(drifted_locations())
+    outcome = scan_pass(storage("Auto"), [OLD], [Backend("Database", SqlTarget("mysql", "db", "hms", "hive"))],
+                        FakePorts({"Database": fake}), journal_configured=True, clock=lambda: NOW)
+    assert fake.runs == [] and fake.locations == drifted_locations() and fake.closed
+    assert outcome.phase == "Degraded" and not outcome.retry_soon
+    [condition] = outcome.conditions
+    assert (condition.type, condition.status, condition.reason) == ("Drifted", "Unknown", "JournalUnavailable")
+    assert condition.message == "Database: hive may not create or write the relocation journal: grant it"
+
+
 @pytest.mark.parametrize("failure, reason", [
     (CatalogUnavailable("AuthenticationFailed", "access denied"), "AuthenticationFailed"),
     (SecretUnavailable("SecretNotFound", "Secret db not found"), "SecretNotFound"),

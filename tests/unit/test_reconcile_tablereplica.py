@@ -316,3 +316,24 @@ def test_a_bad_filter_and_a_failing_catalog_are_conditions_not_tracebacks(lake) 
     ready = next(c for c in out.conditions if c.type == "Ready")
     assert ready.reason == "SyncError" and "LookupError: table sales.events does not exist" in ready.message
     assert out.failed and out.status["phase"] == "Degraded"
+
+
+def test_a_switch_whose_journal_cannot_be_written_is_a_condition_and_nothing_moves(lake) -> None:
+    from hivecat.catalog.journal import JournalUnavailable
+
+    _, clusters, catalog, _ = lake
+    run(replica(), catalog, clusters, InProcess())
+
+    class NoJournal(MemoryCatalog):
+        def relocate(self, request):
+            if not request.dry_run:
+                raise JournalUnavailable("hive may not create or write the relocation journal: grant it")
+            return super().relocate(request)
+
+    locked = NoJournal(catalog.table.location, ["2026-11-01", "2026-11-02", "2026-11-03"])
+    locked.partitions = catalog.partitions
+    before = locations(locked)
+    out = run(replica(active="dr1"), locked, clusters, InProcess(), "r2")
+    assert locations(locked) == before and out.failed and out.status["phase"] == "Degraded"
+    ready = next(c for c in out.conditions if c.type == "Ready")
+    assert (ready.status, ready.reason) == ("False", "JournalUnavailable") and "grant it" in ready.message

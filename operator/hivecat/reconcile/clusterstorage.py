@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.connect import CatalogUnavailable
+from hivecat.catalog.journal import JournalUnavailable
 from hivecat.catalog.drift import DriftRepair, DriftScan, RepairDeferred, repair_drift, scan_drift
 from hivecat.catalog.targets import CatalogTarget, GlueTarget, InvalidTarget, SqlTarget, ThriftTarget
 from hivecat.k8s import SecretUnavailable
@@ -157,6 +158,10 @@ def scan_pass(spec: ClusterStorageSpec, previous: Sequence[str], backends: Seque
                     out.events.extend(_repair_events(backend, done))
                     scan = scan_drift(catalog, sources, spec.filesystem)
             scans.append(scan)
+        except JournalUnavailable as error:  # a repair needs the journal; the message says what to grant
+            out.conditions.append(Condition(DRIFTED, "Unknown", error.reason, f"{backend.label}: {error}"))
+            out.phase = "Degraded"
+            return out
         except RepairDeferred as deferred:
             # Another relocation of this catalog holds the engine's lock (on SQL catalogs a dry run waits on it
             # too): what status shows stands, and the next due pass tries again.

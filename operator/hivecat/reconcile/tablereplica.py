@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.connect import CatalogUnavailable
+from hivecat.catalog.journal import JournalUnavailable
 from hivecat.copy.errors import CopyInputError
 from hivecat.copy.plan import CopyPlan
 from hivecat.copy.storage import Storage, parse_uri
@@ -209,6 +210,8 @@ def sync_pass(spec: TableReplicaSpec, backends: Sequence[Backend], clusters: Map
         return _not_ready(out, invalid.reason, invalid.message)
     except PlanRefused as refused:  # e.g. the table gone while a switch was checked
         return _not_ready(out, refused.reason, refused.message, failed=True)
+    except JournalUnavailable as error:  # a switch needs the journal; the message says what to grant
+        return _not_ready(out, error.reason, str(error), failed=True)
     except FilterError as error:  # the filter's grammar depends on the table's key types: known only here
         return _not_ready(out, "InvalidFilter", f"spec.partitions.filter: {error}")
     except (LookupError, ValueError, OSError) as error:
