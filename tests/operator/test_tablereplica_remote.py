@@ -5,8 +5,9 @@ files the test writes with pyarrow into a local directory registered as ClusterS
 are added over Thrift, as a loader would). Its secondaries are a bucket on moto's S3 and a real HDFS
 (MiniDFSCluster, written through WebHDFS); the operator copies with the Local launcher. The copies are read
 back from S3 and HDFS byte for byte, and recorded in the metastore. A failover to HDFS moves every location
-there and Spark SQL reads every row from HDFS with the primary's directory gone; the failback goes back to the
-originals.
+there and Spark SQL reads every row from HDFS with the primary's directory gone. The operator stops; the
+failover's journaled run (named in status) is undone with `hivecat relocate --undo`, and a new operator finds
+the table back on main.
 
 Then a third secondary, capped at 1 MB/s, gets a copy that the test kills (SIGKILL to the operator's
 `hivecat distcp` child) while it stages files: no unit is visible or recorded there, the run is Failed, and
@@ -17,12 +18,14 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import textwrap
 from pathlib import Path
 
 import boto3
 import pyarrow as pa
 import pyarrow.parquet as pq
+import sqlalchemy as sa
 from hivecat.copy.listing import STAGING_PREFIX
 from hivecat.copy.manifest import MANIFEST_NAME
 from hivecat.copy.storage import S3Settings, Storage, WebHdfsSettings, parse_uri
@@ -30,6 +33,7 @@ from hivecat.replication.bookkeeping import replica_key
 from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore.ttypes import Database, FieldSchema, Partition
 from kube.clients import Client
+from kube.operator import HIVECAT
 from support.hdfs import HdfsCluster, hadoop_jar_dir, hdfs_cluster  # noqa: F401  (fixtures by name)
 from support.hms_tables import hive_table, storage_descriptor
 from support.kube_resources import apply, status_of, wait_for, wait_reason
@@ -103,7 +107,8 @@ def test_copies_on_s3_and_hdfs_failover_to_hdfs_and_a_copy_killed_mid_run(
     endpoints = f"{hdfs_cluster.authority}=http://127.0.0.1:{hdfs_cluster.http_port}"
     # The Local launcher's copies reach S3 and WebHDFS with the operator's own settings (moto's AWS variables
     # come from the `moto` fixture's environment).
-    operator = run_operator(namespace, env={"HIVECAT_WEBHDFS_ENDPOINTS": endpoints, "HIVECAT_JOURNAL_SCHEMA": journal})
+    env = {"HIVECAT_WEBHDFS_ENDPOINTS": endpoints, "HIVECAT_JOURNAL_SCHEMA": journal}
+    operator = run_operator(namespace, env=env)
     with served_catalog(kubectl, namespace, metastore_db, tmp_path) as served:
         with hmsclient.HMSClient(host="127.0.0.1", port=served.port) as client:
             client.create_database(Database("sales", "", f"file://{main}/warehouse/sales.db", {}))
@@ -152,11 +157,23 @@ def test_copies_on_s3_and_hdfs_failover_to_hdfs_and_a_copy_killed_mid_run(
             assert served.spark(READ).stdout.count(EXPECTED) == 1
         finally:
             away.rename(table_dir)
-        apply(kubectl, namespace, replica(["s3dr", "hdfsdr"]))
-        wait_for("the failback", lambda: status_of(kubectl, namespace, "clicks", "tablereplica").get("active")
-                 == "main", timeout=120)
+        # The failover's runs are in the journal database, not in the operator: stopped, they are undone with
+        # the command line, and a new operator (spec.active back on main) finds the table where it was.
+        runs = status_of(kubectl, namespace, "clicks", "tablereplica")["lastFailoverRunIds"]
+        assert len(runs) == 1
+        assert operator.stop() in (0, -15)
+        url = sa.make_url(metastore_db)
+        undo = subprocess.run(
+            [str(HIVECAT), "relocate", "--catalog", f"mysql://{url.username}@{url.host}:{url.port or 3306}/"
+             f"{url.database}", "--journal-schema", journal, "--undo", runs[0], "--output", "json"],
+            capture_output=True, text=True, timeout=120, env={**os.environ, "HIVECAT_CATALOG_PASSWORD": url.password})
+        assert undo.returncode == 0, undo.stderr
         assert {"/" + location.removeprefix("file:").lstrip("/") for location, _ in partitions(served.port).values()
                 } == {f"{table_dir}/dt={day}" for day in DAYS}  # Hive spells it file:/p, hivecat file:///p
+        apply(kubectl, namespace, replica(["s3dr", "hdfsdr"]))
+        operator = run_operator(namespace, env=env)
+        wait_for("the sync on main", lambda: (s := status_of(kubectl, namespace, "clicks", "tablereplica"))
+                 .get("active") == "main" and s.get("inSync") == "2/2", timeout=120)
 
         # A copy killed mid-run: a third secondary at 1 MB/s, one file at a time (about 6 s for the table). The
         # copy engine stages every file, then commits unit by unit: killed while staging, nothing is visible.

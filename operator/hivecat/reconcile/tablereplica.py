@@ -38,6 +38,7 @@ from hivecat.specs.tablereplica import CopySettings, TableReplicaSpec
 
 READY, IN_SYNC, DEGRADED = "Ready", "InSync", "Degraded"
 SHOWN = 5  # unit ids named in a condition message
+MAX_RUN_IDS = 64  # of a switch's relocation runs in status (the CRD's maxItems); a failback runs one per changed unit
 
 
 class Launcher(Protocol):
@@ -300,6 +301,7 @@ def _switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: Switch,
                                          f"{', '.join(r.run_id for r in runs) or 'none'}{copied}; an undo of a "
                                          "run restores its locations"))
     out.status["lastFailoverTime"] = clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+    out.status["lastFailoverRunIds"] = [r.run_id for r in runs][:MAX_RUN_IDS]
 
 
 def _copy_changed(spec: TableReplicaSpec, changed: Sequence[Moved], switch: Switch, ports: ReplicaPorts,
