@@ -36,6 +36,8 @@ class OperatorConfig:
     # HIVECAT_JOURNAL_SCHEMA: the database (MySQL) or schema (PostgreSQL) on a SQL catalog's own server that
     # holds its relocation journal; the catalog's database user needs rights there.
     journal_schema: str = "hivecat"
+    # HIVECAT_METRICS_PORT: where /metrics is served (Prometheus); unset or 0: not served
+    metrics_port: int = 0
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] = os.environ) -> "OperatorConfig":
@@ -49,6 +51,7 @@ class OperatorConfig:
             metastore_image=environ.get("HIVECAT_METASTORE_IMAGE", "").strip() or DEFAULT_METASTORE_IMAGE,
             recheck_seconds=_seconds(environ.get("HIVECAT_RECHECK_SECONDS", ""), DEFAULT_RECHECK_SECONDS),
             drift_scan_seconds=_seconds(environ.get("HIVECAT_DRIFT_SCAN_SECONDS", ""), DEFAULT_DRIFT_SCAN_SECONDS),
+            metrics_port=_port(environ.get("HIVECAT_METRICS_PORT", "")),
         )
 
 
@@ -59,6 +62,15 @@ def _seconds(text: str, default: float) -> float:
     except ValueError:
         return default
     return value if 0 < value < 86400 else default
+
+
+def _port(text: str) -> int:
+    """A TCP port; anything else (unset, bad, out of range) is 0: no server."""
+    try:
+        value = int(text)
+    except ValueError:
+        return 0
+    return value if 0 < value < 65536 else 0
 
 
 def _list(text: str) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from hivecat.copy.manifest import MANIFEST_NAME
+from hivecat.local.net import free_port
 from hivecat.kinds import ANNOTATION_SYNC_NOW
 from hivecat.replication.bookkeeping import REPLICA_PREFIX, replica_key
 from hivecat.replication.housekeeping import MARK_NAME
@@ -32,6 +33,7 @@ from kube.clients import Client
 from support.crds import declared_status
 from support.kube_resources import apply, events, get, status_of, wait_for, wait_reason
 from support.location_dump import dump_locations
+from support.scrape import sample, scrape
 from support.spark_crd import CRD_NAME as SPARK_CRD
 from support.spark_crd import spark_application_crd
 from support.thrift_catalog import served_catalog
@@ -108,8 +110,10 @@ def test_copies_recorded_in_the_metastore_new_partitions_only_and_bookkeeping_re
     roots = {name: tmp_path / "clusters" / name for name in ("main", "dr1", "dr2", "dr3", "dr4")}
     for root in roots.values():
         root.mkdir(parents=True)
+    metrics_port = free_port()
     run_operator(namespace, env={"HIVECAT_ALLOWED_IMAGES": "registry.example.com/hivecat:*",
-                                 "HIVECAT_JOURNAL_SCHEMA": journal})  # failovers are journaled there
+                                 "HIVECAT_JOURNAL_SCHEMA": journal,  # failovers are journaled there
+                                 "HIVECAT_METRICS_PORT": str(metrics_port)})
     with served_catalog(kubectl, namespace, metastore_db, tmp_path) as served:
         created = served.spark(SPARK, "create", f"file://{roots['main']}")
         assert "ROWS [(1, 'a', '2026-11-01'), (2, 'b', '2026-11-01'), (3, 'c', '2026-11-02'), (4, 'd', " \
@@ -162,6 +166,16 @@ def test_copies_recorded_in_the_metastore_new_partitions_only_and_bookkeeping_re
         assert all(set(r) <= declared_status("tablereplicas.yaml", "replicas") for r in status["replicas"])
         table = kubectl("get", "-n", namespace, "tablereplica", "orders").stdout
         assert "2/2" in table and "InSync" in table and "0s" in table
+        # The operator's /metrics says the same as status.
+        samples = scrape(metrics_port)
+        for name in ("dr1", "dr2"):
+            labels = {"namespace": namespace, "tablereplica": "orders", "cluster": name}
+            assert sample(samples, "hivecat_copy_bytes_total", **labels) == secondaries[name]["bytesCopied"]
+            assert sample(samples, "hivecat_copy_files_total", **labels) == sum(
+                len(list((table_dir / f"dt={day}").iterdir())) for day in DAYS)
+            assert sample(samples, "hivecat_replica_in_sync_ratio", **labels) == 1.0
+            assert sample(samples, "hivecat_replica_lag_seconds", **labels) == 0.0
+        assert sample(samples, "hivecat_run_duration_seconds_count", kind="TableReplica", run="sync") >= 1
 
         # A partition added on the primary: the next sync (asked for now) copies it and nothing else.
         manifests = {(name, day): (roots[name] / "warehouse/sales.db/orders" / f"dt={day}" / MANIFEST_NAME
@@ -272,6 +286,10 @@ def test_copies_recorded_in_the_metastore_new_partitions_only_and_bookkeeping_re
         assert [(r["cluster"], r["role"]) for r in status["replicas"]][:2] == [("dr1", "Active"), ("main", "Primary")]
         failed_over = wait_for("the FailedOver Event", lambda: events(kubectl, namespace, "FailedOver"))
         assert "4 units verified, 5 locations rewritten" in failed_over[0]["message"]
+        samples = scrape(metrics_port)
+        assert sample(samples, "hivecat_locations_rewritten_total", kind="partition", outcome="rewritten") == 4
+        assert sample(samples, "hivecat_locations_rewritten_total", kind="table", outcome="rewritten") == 1
+        assert sample(samples, "hivecat_reconcile_errors_total", kind="TableReplica", reason="FailoverRefused") >= 1
         dr1_table = roots["dr1"] / "warehouse" / "sales.db" / "orders"
         assert {path_of(location) for location, _ in partitions(served.port).values()} == {
             f"{dr1_table}/dt={day}" for day in (*DAYS, "2026-11-04")}

@@ -245,9 +245,46 @@ def test_chart_passes_the_allow_lists_to_the_operator() -> None:
     assert env["HIVECAT_ALLOWED_SERVICE_ACCOUNTS"] == "spark"
 
 
-def test_chart_refuses_an_unknown_log_level() -> None:
-    done = helm("template", "hivecat", str(CHART), "--set", "logLevel=loud")
-    assert done.returncode != 0 and "logLevel must be info, debug, verbose or quiet" in done.stderr
+@pytest.mark.parametrize("value, message", [
+    ("metrics.port=abc", "/metrics/port': got string, want integer"),
+    ("clusterWide=yes", "/clusterWide': got string, want boolean"),
+    ("podSecurityContext.runAsUser=root", "/podSecurityContext/runAsUser': got string, want integer"),
+    ("logLevel=loud", "at '/logLevel': value must be one of 'info', 'debug', 'verbose', 'quiet'"),
+    ("watchNamespaces={Bad_Name}", "/watchNamespaces/0'"),
+    ("nosuch=1", "additional properties 'nosuch' not allowed"),
+])
+def test_values_of_the_wrong_type_are_refused_by_the_schema(value: str, message: str) -> None:
+    for command in (("template", "hivecat", str(CHART)), ("lint", "--strict", str(CHART))):
+        done = helm(*command, "--set", value)
+        assert done.returncode != 0 and message in done.stdout + done.stderr, (command, done.stdout, done.stderr)
+
+
+def test_chart_serves_metrics_with_a_service_and_an_optional_service_monitor() -> None:
+    def render(*values: str) -> list[dict]:
+        done = helm("template", "hivecat", str(CHART), "--namespace", "hivecat-system", *values)
+        assert done.returncode == 0, done.stderr
+        return [d for d in yaml.safe_load_all(done.stdout) if d]
+
+    docs = render()
+    [deployment] = [d for d in docs if d["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["HIVECAT_METRICS_PORT"] == "9102"
+    assert {"name": "metrics", "containerPort": 9102, "protocol": "TCP"} in container["ports"]
+    assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert (pod["securityContext"]["runAsUser"], pod["securityContext"]["runAsGroup"]) == (10001, 10001)
+    assert pod["volumes"] == [{"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}}]
+    [service] = [d for d in docs if d["kind"] == "Service"]
+    assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    assert not [d for d in docs if d["kind"] == "ServiceMonitor"]
+    [monitor] = [d for d in render("--set", "metrics.serviceMonitor.enabled=true") if d["kind"] == "ServiceMonitor"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    off = render("--set", "metrics.port=0")
+    assert not [d for d in off if d["kind"] == "Service"]
+    assert "HIVECAT_METRICS_PORT" not in {e["name"] for d in off if d["kind"] == "Deployment"
+                                         for e in d["spec"]["template"]["spec"]["containers"][0]["env"]}
 
 
 def test_chart_metadata_and_values() -> None:

@@ -7,6 +7,8 @@ import logging
 
 import kopf
 
+from hivecat import metrics
+from hivecat.config import config
 from hivecat.kinds import FINALIZER, GROUP
 
 
@@ -23,6 +25,8 @@ def configure(settings: kopf.OperatorSettings, **_: object) -> None:
     # signed AWS headers and Kubernetes tokens: keep them at WARNING whatever kopf's level is.
     for noisy in ("botocore", "boto3", "s3transfer", "urllib3", "kubernetes"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    if config().metrics_port:
+        metrics.serve(config().metrics_port)
 
 
 from hivecat.handlers import hivecatalog  # noqa: E402,F401  (registers the HiveCatalog handlers)

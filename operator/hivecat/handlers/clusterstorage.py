@@ -21,7 +21,7 @@ from typing import Any
 
 import kopf
 
-from hivecat import k8s
+from hivecat import k8s, metrics
 from hivecat.catalog.base import Catalog
 from hivecat.config import config
 from hivecat.kinds import (ANNOTATION_METASTORE_ADDRESS, CLUSTER_STORAGE, GROUP, HIVE_CATALOG,
@@ -185,7 +185,9 @@ def release(body: kopf.Body, name: str, namespace: str, patch: kopf.Patch, stora
         _registration(body, storages_by_catalog, leaving=True)
     except k8s.NamespaceTerminating:  # the registry goes with the namespace
         logger.info("ClusterStorage %s/%s released with its namespace", namespace, name)
+        metrics.forget(namespace, name, CLUSTER_STORAGE.kind)
         return
+    metrics.forget(namespace, name, CLUSTER_STORAGE.kind)
     logger.info("ClusterStorage %s/%s left the registry", namespace, name)
 
 
@@ -276,8 +278,10 @@ def _scan(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger) -> None:
         outcome_phase, drift, events = "Degraded", None, []
     else:
         previous = tuple(status.get("previousFilesystems") or ())
-        outcome = scan_pass(spec, previous, backends, LiveStoragePorts(namespace, catalog_body),
-                            journal_configured=settings.journal_url is not None, last_drift=status.get("drift"))
+        with metrics.timed(CLUSTER_STORAGE.kind, "drift-scan"):
+            outcome = scan_pass(spec, previous, backends, LiveStoragePorts(namespace, catalog_body),
+                                journal_configured=settings.journal_url is not None, last_drift=status.get("drift"))
+        metrics.record_relocations(outcome.relocations)
         conditions, outcome_phase, drift, events = outcome.conditions, outcome.phase, outcome.drift, outcome.events
         if outcome.retry_soon:
             memo["retry_at"] = time.time() + LOCKED_RETRY
@@ -293,8 +297,12 @@ def _scan(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger) -> None:
     for type_, reason, message in events:
         kopf.event(body, type=type_, reason=reason, message=message)
     if drift is not None:
+        metrics.record_drift(namespace, name, int(drift.get("driftedLocations") or 0))
         logger.info("drift scan of %s/%s: %s locations under a drift source", namespace, name,
                     drift.get("driftedLocations"))
+    for condition in conditions:
+        if condition.status == "Unknown" or (condition.type == READY and condition.status == "False"):
+            metrics.record_error(CLUSTER_STORAGE.kind, condition.reason)
 
 
 def _replacing(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:

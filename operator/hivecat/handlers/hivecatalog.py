@@ -16,7 +16,7 @@ from typing import Any
 
 import kopf
 
-from hivecat import k8s
+from hivecat import k8s, metrics
 from hivecat.config import config
 from hivecat.kinds import (ANNOTATION_CONFIRM_MODE_SWITCH, ANNOTATION_METASTORE_ADDRESS, CLUSTER_STORAGE, GROUP,
                            HIVE_CATALOG, TABLE_REPLICA, VERSION)
@@ -48,8 +48,9 @@ def _pass(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, logger: logging.L
             policy = WorkloadPolicy.from_lists(settings.allowed_images, settings.allowed_service_accounts)
             named_image = ((body.spec.get("metastore") or {}).get("image")) or None
             try:
-                outcome = Pass(spec, previous_mode(status), LivePorts(body, spec), policy,
-                               named_image=named_image).run()
+                with metrics.timed(HIVE_CATALOG.kind, "check"):
+                    outcome = Pass(spec, previous_mode(status), LivePorts(body, spec), policy,
+                                   named_image=named_image).run()
             except k8s.NamespaceTerminating:  # everything here goes with the namespace: nothing to do
                 logger.debug("namespace %s is being deleted; no pass", spec.namespace)
                 memo["next_pass"] = time.monotonic() + settings.recheck_seconds
@@ -59,6 +60,7 @@ def _pass(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, logger: logging.L
             kopf.event(body, type=event.type, reason=event.reason, message=event.message)
         ready = next((c for c in outcome.conditions if c.type == READY), None)
         if ready is not None and ready.status != "True":
+            metrics.record_error(HIVE_CATALOG.kind, ready.reason)
             logger.debug("HiveCatalog not ready: %s: %s", ready.reason, ready.message)
         wait = outcome.retry_after if outcome.retry_after is not None else settings.recheck_seconds
         memo["next_pass"] = time.monotonic() + wait

@@ -16,7 +16,7 @@ from typing import Any
 
 import kopf
 
-from hivecat import k8s
+from hivecat import k8s, metrics
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.connect import CatalogUnavailable
 from hivecat.copy.copier import new_run_id
@@ -115,9 +115,11 @@ def _sync(body: kopf.Body, memo: kopf.Memo, stopped: Any, logger: logging.Logger
         outcome = SyncOutcome(conditions=[Condition.of(READY, False, invalid.reason, invalid.message)],
                               status={"phase": "Pending"}, failed=True)
     else:
-        outcome = _pass(body, spec, backends, clusters, run_id, stopped)
+        with metrics.timed(TABLE_REPLICA.kind, "sync"):
+            outcome = _pass(body, spec, backends, clusters, run_id, stopped)
     if stopped():
         return  # cancelled with the operator: the next start syncs again (units stay all-or-nothing)
+    _record(namespace, name, outcome)
     if outcome.failed:
         failures = memo.get("failures", 0) + 1
         memo["failures"], memo["retry_at"] = failures, time.time() + min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (failures - 1))
@@ -134,6 +136,17 @@ def _sync(body: kopf.Body, memo: kopf.Memo, stopped: Any, logger: logging.Logger
     for type_, reason, message in outcome.events:
         kopf.event(body, type=type_, reason=reason, message=message)
     logger.info("TableReplica %s/%s sync %s: %s", namespace, name, run_id, status.get("phase"))
+
+
+def _record(namespace: str, name: str, outcome: SyncOutcome) -> None:
+    metrics.record_sync(namespace, name, [
+        metrics.ReplicaFigures(o.cluster, o.launch.files_copied if o.launch else 0,
+                               o.launch.bytes_copied if o.launch else 0, o.units_in_sync, o.units_total,
+                               o.lag_seconds) for o in outcome.secondaries])
+    metrics.record_relocations(outcome.relocations)
+    ready = next((c for c in outcome.conditions if c.type == READY), None)
+    if ready is not None and ready.status != "True":
+        metrics.record_error(TABLE_REPLICA.kind, ready.reason)
 
 
 def _pass(body: kopf.Body, spec: TableReplicaSpec, backends: tuple[Backend, ...], clusters: dict[str, ClusterEntry],
@@ -204,6 +217,7 @@ def release(body: kopf.Body, namespace: str, name: str, patch: kopf.Patch, logge
         return  # no sync ever got as far as the catalog: nothing recorded there
     if failed_over:
         outcome = _pass(body, spec, backends, clusters, new_run_id())
+        metrics.record_relocations(outcome.relocations)
         for type_, reason, message in outcome.events:
             if reason != "Synced":  # a pass for the failback: its sync is not news
                 kopf.event(body, type=type_, reason=reason, message=message)
@@ -236,6 +250,7 @@ def release(body: kopf.Body, namespace: str, name: str, patch: kopf.Patch, logge
             if close is not None:
                 close()
     logger.info("TableReplica %s/%s: bookkeeping removed from %d units", namespace, name, removed)
+    metrics.forget(namespace, name, TABLE_REPLICA.kind)
 
 
 def _forget(catalog: Catalog, spec: TableReplicaSpec) -> int:

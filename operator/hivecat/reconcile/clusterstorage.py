@@ -18,8 +18,9 @@ from typing import Any, Protocol
 
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.connect import CatalogUnavailable
-from hivecat.catalog.journal import JournalUnavailable
 from hivecat.catalog.drift import DriftRepair, DriftScan, RepairDeferred, repair_drift, scan_drift
+from hivecat.catalog.journal import JournalUnavailable
+from hivecat.catalog.model import RelocationReport
 from hivecat.catalog.targets import CatalogTarget, GlueTarget, InvalidTarget, SqlTarget, ThriftTarget
 from hivecat.k8s import SecretUnavailable
 from hivecat.reconcile.conditions import Condition
@@ -123,6 +124,7 @@ class DriftOutcome:
     events: list[tuple[str, str, str]] = field(default_factory=list)  # (type, reason, message)
     phase: str | None = None
     retry_soon: bool = False  # the catalog's lock was held: come back after a short wait, not an interval
+    relocations: list[RelocationReport] = field(default_factory=list)  # the repairs' runs (metrics)
 
 
 def scan_pass(spec: ClusterStorageSpec, previous: Sequence[str], backends: Sequence[Backend], ports: StoragePorts,
@@ -154,6 +156,7 @@ def scan_pass(spec: ClusterStorageSpec, previous: Sequence[str], backends: Seque
                 else:
                     done = repair_drift(catalog, sources, spec.filesystem, scan=scan)
                     repairs.extend(done.run_ids)
+                    out.relocations.extend(done.runs)
                     rewritten += done.rewritten
                     out.events.extend(_repair_events(backend, done))
                     scan = scan_drift(catalog, sources, spec.filesystem)
@@ -166,6 +169,7 @@ def scan_pass(spec: ClusterStorageSpec, previous: Sequence[str], backends: Seque
             # Another relocation of this catalog holds the engine's lock (on SQL catalogs a dry run waits on it
             # too): what status shows stands, and the next due pass tries again.
             if deferred.runs:  # finished before the lock was met: they stand, journaled and undoable
+                out.relocations.extend(deferred.runs)
                 out.events.extend(_repair_events(backend, DriftRepair(deferred.runs)))
             out.conditions.append(Condition(DRIFTED, "Unknown", "RelocationInProgress",
                                             f"{backend.label}: {deferred.message}; the scan is retried later"))

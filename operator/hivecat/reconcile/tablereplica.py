@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.connect import CatalogUnavailable
 from hivecat.catalog.journal import JournalUnavailable
+from hivecat.catalog.model import RelocationReport
 from hivecat.copy.errors import CopyInputError
 from hivecat.copy.plan import CopyPlan
 from hivecat.copy.storage import Storage, parse_uri
@@ -190,6 +191,8 @@ class SyncOutcome:
     status: dict[str, Any] = field(default_factory=dict)
     events: list[tuple[str, str, str]] = field(default_factory=list)  # (type, reason, message)
     failed: bool = False  # retried with backoff rather than at the next interval
+    secondaries: list[SecondaryOutcome] = field(default_factory=list)  # what each copy target got (metrics)
+    relocations: list[RelocationReport] = field(default_factory=list)  # the switch's runs, if any (metrics)
 
 
 def sync_pass(spec: TableReplicaSpec, backends: Sequence[Backend], clusters: Mapping[str, ClusterEntry],
@@ -268,6 +271,7 @@ def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str
             break
         outcome, _ = sync_secondary(spec, catalogs, current, target, ports, clock(), stopped, run_id)
         outcomes.append(outcome)
+    out.secondaries = outcomes
     cancelled = any(o.launch is not None and o.launch.outcome == CANCELLED for o in outcomes)
     out.status = {**replica_status(resolved, current, table.location, outcomes, run_id, started, clock()),
                   **out.status}
@@ -288,6 +292,7 @@ def _switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: Switch,
         _copy_changed(spec, plan.changed, switch, ports, stopped)
     runs = [report for catalog in catalogs for report in relocate_changed(catalog, scope, plan.changed)]
     runs += [report for catalog in catalogs for report in switch_locations(catalog, scope, switch)]
+    out.relocations.extend(runs)
     for catalog in catalogs:  # for cooperating writers: where not to write any more (not enforced)
         catalog.update_unit_params(spec.database, spec.table, [read_only_marks(switch.source.name,
                                                                                switch.target.name)])
