@@ -33,11 +33,43 @@ def _run_operator(kopf_args: list[str]) -> int:
         return 2
     import kopf.cli  # kopf is only needed by this subcommand
 
+    lease = None
+    if not {"--help", "-h"} & set(kopf_args):
+        from hivecat.config import config
+
+        settings = config()
+        if settings.leader_lease:
+            if not settings.pod_namespace:
+                print("hivecat run: HIVECAT_LEADER_LEASE needs POD_NAMESPACE, the namespace of the lease",
+                      file=sys.stderr)
+                return 2
+            lease = _lead(settings.pod_namespace, settings.leader_lease, settings.leader_lease_seconds)
     try:
         kopf.cli.main.main(["run", "-m", HANDLERS_MODULE, *kopf_args], prog_name="hivecat")
     except SystemExit as exit_:  # click always exits; turn that into a return code
         return int(exit_.code or 0) if not isinstance(exit_.code, str) else 1
+    finally:
+        if lease is not None:
+            lease.release()
     return 0
+
+
+def _lead(namespace: str, name: str, seconds: int):
+    """Wait for the leader lease, then keep it while kopf runs (hivecat/leader.py)."""
+    import logging
+
+    from hivecat.leader import LeaderLease, LeaseStore, identity
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("[%(asctime)s] %(name)-20s [%(levelname)-8s] %(message)s"))
+    log = logging.getLogger("hivecat.leader")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False  # kopf configures the root logger later; this one keeps its own line format
+    lease = LeaderLease(LeaseStore(namespace, name), identity(), seconds)
+    lease.acquire()
+    lease.keep()
+    return lease
 
 
 def build_parser() -> argparse.ArgumentParser:

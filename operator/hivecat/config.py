@@ -17,6 +17,7 @@ APP_NAME = "hivecat"
 DEFAULT_METASTORE_IMAGE = "apache/hive:3.1.3"
 DEFAULT_RECHECK_SECONDS = 60.0
 DEFAULT_DRIFT_SCAN_SECONDS = 1800.0  # a ClusterStorage's drift scan interval when its spec names none
+DEFAULT_LEASE_SECONDS = 15  # a standby takes over this long after the active replica stopped renewing
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,9 @@ class OperatorConfig:
     journal_schema: str = "hivecat"
     # HIVECAT_METRICS_PORT: where /metrics is served (Prometheus); unset or 0: not served
     metrics_port: int = 0
+    # HIVECAT_LEADER_LEASE: the Lease (in POD_NAMESPACE) that only the active replica holds; None: no election
+    leader_lease: str | None = None
+    leader_lease_seconds: int = DEFAULT_LEASE_SECONDS  # HIVECAT_LEADER_LEASE_SECONDS
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] = os.environ) -> "OperatorConfig":
@@ -52,6 +56,8 @@ class OperatorConfig:
             recheck_seconds=_seconds(environ.get("HIVECAT_RECHECK_SECONDS", ""), DEFAULT_RECHECK_SECONDS),
             drift_scan_seconds=_seconds(environ.get("HIVECAT_DRIFT_SCAN_SECONDS", ""), DEFAULT_DRIFT_SCAN_SECONDS),
             metrics_port=_port(environ.get("HIVECAT_METRICS_PORT", "")),
+            leader_lease=environ.get("HIVECAT_LEADER_LEASE", "").strip() or None,
+            leader_lease_seconds=int(_seconds(environ.get("HIVECAT_LEADER_LEASE_SECONDS", ""), DEFAULT_LEASE_SECONDS)),
         )
 
 

@@ -35,7 +35,8 @@ def operator_kubeconfig(kubectl: Client, helm: Client, server_url: str, ca_cert:
     config = service_account_kubeconfig(kubectl, server_url, ca_cert, path, account, namespace)
     # RBAC reaches the API server's authorizer through an informer, a moment after the objects are stored:
     # wait until the rules apply, as a real operator would simply retry.
-    watched = [o["metadata"]["namespace"] for o in objects if o["kind"] == "RoleBinding"] or ["default"]
+    watched = [o["metadata"]["namespace"] for o in objects if o["kind"] == "RoleBinding"
+               and not o["metadata"]["name"].endswith("-leader")] or ["default"]  # (the leader Lease's own Role)
     as_operator = Client(kubectl.binary, config, kubectl.extra)
     deadline = time.monotonic() + 30
     for ns in watched:

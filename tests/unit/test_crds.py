@@ -211,13 +211,21 @@ def test_chart_renders_rbac_for_its_scope(values: list[str], namespaces: list[st
     done = helm("template", "hivecat", str(CHART), "--namespace", "hivecat-system", *values)
     assert done.returncode == 0, done.stderr
     docs = [d for d in yaml.safe_load_all(done.stdout) if d]
-    roles = sorted((d["kind"], d["metadata"]["namespace"]) for d in docs if d["kind"] in {"Role", "RoleBinding"})
+    roles = sorted((d["kind"], d["metadata"]["namespace"]) for d in docs if d["kind"] in {"Role", "RoleBinding"}
+                   and not d["metadata"]["name"].endswith("-leader"))
     assert roles == sorted((k, ns) for ns in namespaces or [] for k in ("Role", "RoleBinding"))
+    # The leader Lease, in the release's namespace whatever the scope: created, then only read and renewed.
+    [leader] = [d for d in docs if d["kind"] == "Role" and d["metadata"]["name"] == "hivecat-leader"]
+    assert leader["metadata"]["namespace"] == "hivecat-system"
+    assert leader["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": ["hivecat-leader"],
+         "verbs": ["get", "update"]}]
     [deployment] = [d for d in docs if d["kind"] == "Deployment"]
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert sorted(a for a in args if a.startswith("--namespace=") or a == "--all-namespaces") == (
         ["--all-namespaces"] if namespaces is None else [f"--namespace={ns}" for ns in sorted(namespaces)])
-    rules = [rule for d in docs if d["kind"] in {"Role", "ClusterRole"} for rule in d["rules"]]
+    rules = [rule for d in docs if d["kind"] in {"Role", "ClusterRole"} and d is not leader for rule in d["rules"]]
     granted = {(r, v) for rule in rules for r in rule["resources"] for v in rule["verbs"]}
     assert ("serviceaccounts", "create") not in granted  # no feature creates service accounts
     assert {("secrets", "list"), ("secrets", "watch")}.isdisjoint(granted)  # Secrets are read one by one

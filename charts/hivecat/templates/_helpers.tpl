@@ -77,10 +77,6 @@ runs catalogs and copies with.
 - apiGroups: [sparkoperator.k8s.io]
   resources: [sparkapplications]
   verbs: [get, list, watch, create, update, patch, delete]
-# Leases the operator takes for locking and coordination between its runs.
-- apiGroups: [coordination.k8s.io]
-  resources: [leases]
-  verbs: [get, list, watch, create, update, patch, delete]
 {{- end -}}
 
 
