@@ -76,7 +76,7 @@ def helm(control_plane: ControlPlane) -> Client:
 @pytest.fixture(scope="session")
 def crds(kubectl: Client) -> None:
     """hivecat's CRDs, applied from crds/ the way a user installs them; the API server checks them."""
-    kubectl("apply", "-f", str(CRD_DIR))
+    kubectl("apply", "--server-side", "-f", str(CRD_DIR))  # as the README installs them (and upgrades them)
     kubectl("wait", "--for=condition=Established", "--timeout=30s", "-f", str(CRD_DIR))
 
 
