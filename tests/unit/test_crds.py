@@ -295,6 +295,22 @@ def test_chart_serves_metrics_with_a_service_and_an_optional_service_monitor() -
                                          for e in d["spec"]["template"]["spec"]["containers"][0]["env"]}
 
 
+def test_the_chart_readme_describes_every_value() -> None:
+    readme = (CHART / "README.md").read_text()
+    values = single_doc(CHART / "values.yaml")
+    opaque = {"resources", "podSecurityContext", "securityContext"}  # Kubernetes objects, described whole
+
+    def leaves(node: dict, prefix: str = "") -> list[str]:
+        found = []
+        for key, value in node.items():
+            path = f"{prefix}{key}"
+            found += leaves(value, path + ".") if isinstance(value, dict) and value and path not in opaque else [path]
+        return found
+
+    missing = [path for path in leaves(values) if f"| `{path}` |" not in readme]
+    assert not missing, f"charts/hivecat/README.md does not describe {missing}"
+
+
 def test_chart_metadata_and_values() -> None:
     chart = single_doc(CHART / "Chart.yaml")
     assert (chart["apiVersion"], chart["name"], chart["appVersion"]) == ("v2", "hivecat", "0.1.0")
