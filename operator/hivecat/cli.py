@@ -86,11 +86,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     demo = sub.add_parser(
-        "demo", help="start a local Hive Metastore, create a sample partitioned table with Spark, list it",
+        "demo", help="the whole product on local components: replicate, fail over, repair drift, route",
         description="Start a real Hive Metastore 2.3 (embedded Derby unless --mariadb-url is given) and a local "
-                    "Spark session, create demo.sales partitioned by dt, then list databases, tables and "
-                    "partition locations through the metastore's Thrift API.",
+                    "Spark session, create demo.sales partitioned by dt on a local-directory cluster `main`, "
+                    "replicate it to a second one, `dr` (then only a new partition), fail over to dr (Spark "
+                    "reads every row there) and back, find and repair a drifted table, and route two queries, "
+                    "with the operator's own code; a summary at the end.",
     )
+    demo.add_argument("--keep", action="store_true", help="keep the temporary directory with everything in it")
     demo.add_argument("--workdir", help="keep the metastore and warehouse here (default: a temporary directory)")
     demo.add_argument("--mariadb-url", metavar="URL",
                       help="a MariaDB/MySQL server, mysql://USER@HOST[:PORT] (password from "
@@ -110,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         from hivecat.demo import run_demo
 
-        return run_demo(workdir=args.workdir, mariadb_url=args.mariadb_url)
+        return run_demo(workdir=args.workdir, mariadb_url=args.mariadb_url, keep=args.keep)
     if args.command == "relocate":
         return relocate.run(args)
     if args.command == "distcp":

@@ -422,7 +422,8 @@ def _event(run_id: str, outcomes: Sequence[SecondaryOutcome]) -> tuple[str, str,
              for o in outcomes]
     failed = any(o.state == "Failed" for o in outcomes)
     return ("Warning" if failed else "Normal", "SyncFailed" if failed else "Synced",
-            f"sync {run_id}: " + "; ".join(parts))
+            f"sync {run_id}: " + ("; ".join(parts) or "no cluster to copy to (while failed over, the primary's "
+                                                       "directories are never written)"))
 
 
 def _housekeeping_words(report: HousekeepingReport | None) -> str:

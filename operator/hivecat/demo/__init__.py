@@ -1,7 +1,8 @@
 """`hivecat demo`: the main job on an embedded default, end to end on real components.
 
 A real Hive Metastore (Derby, or a latin1 database on MariaDB), a local Spark session that creates a
-partitioned Parquet table through it, and a listing read back over the metastore's Thrift API.
+partitioned Parquet table through it, then the story of story.py: replication, failover and failback, drift
+repair and routing, with the operator's own domain code; a summary at the end.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import sqlalchemy as sa
 
+from hivecat.demo.story import DemoFailed, Story
 from hivecat.local.metastore import MetastoreDatabase, MetastoreServer
 from hivecat.local.scratch_db import server_engine
 
@@ -97,10 +100,12 @@ def print_catalog(port: int) -> None:
                     print(f"    partition {spec}  {part.sd.location}")
 
 
-def run_demo(workdir: str | None = None, mariadb_url: str | None = None) -> int:
+def run_demo(workdir: str | None = None, mariadb_url: str | None = None, keep: bool = False) -> int:
     root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="hivecat-demo-"))
-    warehouse = root / "warehouse"
+    root = root.resolve()
+    warehouse = root / "clusters" / "main" / "warehouse"  # the metastore's warehouse is on cluster `main`
     warehouse.mkdir(parents=True, exist_ok=True)
+    (root / "clusters" / "dr").mkdir(parents=True, exist_ok=True)
     try:
         database = _metastore_database(root, mariadb_url)
     except DemoInputError as exc:
@@ -108,11 +113,12 @@ def run_demo(workdir: str | None = None, mariadb_url: str | None = None) -> int:
             shutil.rmtree(root, ignore_errors=True)
         print(f"hivecat demo: {exc}", file=sys.stderr)
         return 2
+    began = time.monotonic()
     backend = "MariaDB" if mariadb_url else "embedded Derby"
-    print(f"hivecat demo: starting Hive Metastore 2.3 on {backend} (workdir {root})", flush=True)
+    say(f"starting Hive Metastore 2.3 on {backend} (workdir {root})")
     try:
         with MetastoreServer(database, root / "hms", warehouse.as_uri()) as hms:
-            print(f"hivecat demo: metastore {hms.uri} up in {hms.start_seconds:.1f}s; starting Spark", flush=True)
+            say(f"metastore {hms.uri} up in {hms.start_seconds:.1f}s; starting Spark")
             from hivecat.spark import local_spark_session
 
             spark = local_spark_session(hms.uri, warehouse.as_uri(), app_name="hivecat-demo")
@@ -120,11 +126,32 @@ def run_demo(workdir: str | None = None, mariadb_url: str | None = None) -> int:
             try:
                 _create_sample_table(spark)
                 rows = spark.sql("SELECT count(*) FROM demo.sales").collect()[0][0]
-                print(f"hivecat demo: Spark wrote demo.sales ({rows} rows); the metastore now holds:", flush=True)
+                say(f"Spark wrote demo.sales ({rows} rows); the metastore now holds:")
+                print_catalog(hms.port)
+                story = Story(root, hms.port, spark, say)
+                story.tell()
+            except DemoFailed as failed:
+                print(f"hivecat demo: failed: {failed}", file=sys.stderr)
+                return 1
             finally:
                 spark.stop()
+            say("the metastore at the end:")
             print_catalog(hms.port)
     finally:
-        if not workdir:
+        if not workdir and not keep:
             shutil.rmtree(root, ignore_errors=True)
+    _summary(story.summary, time.monotonic() - began, root if workdir or keep else None)
     return 0
+
+
+def say(text: str) -> None:
+    print(f"hivecat demo: {text}", flush=True)
+
+
+def _summary(rows: list[tuple[str, str]], seconds: float, kept: Path | None) -> None:
+    width = max(len(step) for step, _ in rows)
+    print(f"\n{'step'.ljust(width)}  result")
+    for step, result in rows:
+        print(f"{step.ljust(width)}  {result}")
+    print(f"\nhivecat demo: done in {seconds:.0f}s" + (f"; everything is kept in {kept}" if kept else
+                                                         "; its files are removed (--keep keeps them)"))
