@@ -30,6 +30,7 @@ from hivecat.handlers.ports import open_backend, run_asked
 from hivecat.reconcile.clusterstorage import (
     DRIFTED, READY, Backend, backends_of, register, registration_of, scan_pass)
 from hivecat.reconcile.conditions import Condition, find, merge
+from hivecat.reconcile.backoff import backoff
 from hivecat.reconcile.drift import next_scan_due
 from hivecat.reconcile.registry import ClusterEntry, cluster_entry
 from hivecat.specs.clusterstorage import parse_cluster_storage, previous_filesystems
@@ -39,7 +40,6 @@ from hivecat.workloads.registry import REGISTRY_KEY, registry_config_map, regist
 
 TICK = 0.5  # the daemon's beat: cheap checks of the index and the schedule
 CATALOG_RETRY = 5.0  # seconds between registration attempts while the catalog is missing
-LOCKED_RETRY = 30.0  # seconds before a scan that met another relocation's lock runs again
 _catalog_locks: dict[tuple[str, str], threading.Lock] = {}
 _catalog_locks_guard = threading.Lock()
 
@@ -283,8 +283,12 @@ def _scan(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger) -> None:
                                 journal_configured=settings.journal_url is not None, last_drift=status.get("drift"))
         metrics.record_relocations(outcome.relocations)
         conditions, outcome_phase, drift, events = outcome.conditions, outcome.phase, outcome.drift, outcome.events
-        if outcome.retry_soon:
-            memo["retry_at"] = time.time() + LOCKED_RETRY
+    failed = any(c.status == "Unknown" for c in conditions) or outcome_phase == "Degraded"
+    if failed:  # one policy for every handler (reconcile/backoff.py), within the scan interval
+        memo["scan_failures"] = memo.get("scan_failures", 0) + 1
+        memo["retry_at"] = time.time() + backoff(memo["scan_failures"], _interval(body))
+    else:
+        memo.pop("scan_failures", None)
     ready = find(status.get("conditions"), READY)
     kept = [Condition(READY, ready["status"], ready.get("reason", ""), ready.get("message", ""))] if ready else []
     patch["conditions"] = merge(status.get("conditions"), [*kept, *conditions],

@@ -21,6 +21,7 @@ from hivecat.config import config
 from hivecat.kinds import (ANNOTATION_CONFIRM_MODE_SWITCH, ANNOTATION_METASTORE_ADDRESS, CLUSTER_STORAGE, GROUP,
                            HIVE_CATALOG, TABLE_REPLICA, VERSION)
 from hivecat.handlers.ports import LivePorts
+from hivecat.reconcile.backoff import backoff
 from hivecat.reconcile.conditions import Condition, merge
 from hivecat.reconcile.hivecatalog import READY, Outcome, Pass, previous_mode
 from hivecat.reconcile.policy import WorkloadPolicy
@@ -63,6 +64,11 @@ def _pass(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, logger: logging.L
             metrics.record_error(HIVE_CATALOG.kind, ready.reason)
             logger.debug("HiveCatalog not ready: %s: %s", ready.reason, ready.message)
         wait = outcome.retry_after if outcome.retry_after is not None else settings.recheck_seconds
+        if ready is not None and ready.status != "True" and outcome.retry_after is None:
+            memo["failures"] = memo.get("failures", 0) + 1  # one policy for every handler (reconcile/backoff.py)
+            wait = backoff(memo["failures"], settings.recheck_seconds)
+        else:
+            memo.pop("failures", None)
         memo["next_pass"] = time.monotonic() + wait
 
 

@@ -26,6 +26,7 @@ from hivecat.config import config
 from hivecat.handlers.copy_launch import JOB, SPARK_APPLICATION, WorkloadLauncher
 from hivecat.handlers.ports import open_backend, run_asked
 from hivecat.kinds import ANNOTATION_METASTORE_ADDRESS, GROUP, HIVE_CATALOG, TABLE_REPLICA, VERSION
+from hivecat.reconcile.backoff import backoff
 from hivecat.reconcile.clusterstorage import Backend, backends_of
 from hivecat.reconcile.conditions import Condition, merge
 from hivecat.reconcile.registry import ClusterEntry, parse_registry_document
@@ -38,7 +39,6 @@ from hivecat.specs.tablereplica import TableReplicaSpec, parse_table_replica
 from hivecat.workloads.registry import REGISTRY_KEY, registry_config_map_name
 
 TICK = 0.5
-BACKOFF_FIRST, BACKOFF_MAX = 10.0, 600.0  # seconds before retrying a failed sync, doubling per failure
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
@@ -122,7 +122,7 @@ def _sync(body: kopf.Body, memo: kopf.Memo, stopped: Any, logger: logging.Logger
     _record(namespace, name, outcome)
     if outcome.failed:
         failures = memo.get("failures", 0) + 1
-        memo["failures"], memo["retry_at"] = failures, time.time() + min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (failures - 1))
+        memo["failures"], memo["retry_at"] = failures, time.time() + backoff(failures)
     else:
         memo.pop("failures", None)
         memo.pop("retry_at", None)
