@@ -35,6 +35,7 @@ from support.hive_image import STANDIN_PORT_ENV, StandInImage
 from support.hive_metastores import HIVE3
 from support.kube_resources import apply, events, get, password_secret, status_of, wait_for, wait_reason
 from support.location_dump import dump_locations
+from support.scrape import sample, scrape
 from support.services import unique_name
 
 HIVECAT = Path(sys.executable).parent / "hivecat"
@@ -120,6 +121,7 @@ def test_namenode_moved_drift_reported_repaired_and_undone_after_a_restart(
         for host in ("localhost", "127.0.0.1", "%"):
             conn.execute(sa.text(f"GRANT ALL PRIVILEGES ON `{journal}`.* TO '{url.username}'@'{host}'"))
     admin.dispose()
+    metrics_port = free_port()
     operator_env = {"HIVECAT_JOURNAL_SCHEMA": journal}
 
     # The metastore's database as its schema Job leaves it, then the catalog, then the metastore itself.
@@ -130,7 +132,7 @@ def test_namenode_moved_drift_reported_repaired_and_undone_after_a_restart(
     conf_dir = StandInImage.conf_dir(tmp_path / "pod", metastore_config_map(spec)["data"])
     init = schema_job(spec, Init("3.1.0"))["spec"]["template"]["spec"]["containers"][0]
     image.run(init, image.environment(init, secrets, conf_dir))
-    first = run_operator(namespace, env=operator_env)
+    first = run_operator(namespace, env={**operator_env, "HIVECAT_METRICS_PORT": str(metrics_port)})
     apply(kubectl, namespace, password_secret(SECRET, password), catalog(metastore_db, f"127.0.0.1:{port}"))
     deployment = wait_for("the metastore Deployment", lambda: get(kubectl, namespace, "deployment", "sales-metastore"))
     server = deployment["spec"]["template"]["spec"]["containers"][0]
@@ -174,6 +176,7 @@ def test_namenode_moved_drift_reported_repaired_and_undone_after_a_restart(
         reported = status["drift"]
         assert reported["counts"] == {"database": 1, "table": 1, "partition": 3}, reported
         assert reported["driftedLocations"] == 5
+        assert sample(scrape(metrics_port), "hivecat_drift_locations", namespace=namespace, clusterstorage="main") == 5
         assert reported["sources"] == [{"from": old, "to": new, "locations": 5,
                                         "counts": {"database": 1, "table": 1, "partition": 3}}]
         assert f"{old}/warehouse/sales.db -> {new}/warehouse/sales.db" in reported["sample"]
@@ -192,6 +195,10 @@ def test_namenode_moved_drift_reported_repaired_and_undone_after_a_restart(
         wait_reason(kubectl, namespace, "main", "NoDrift", "Drifted", kind="clusterstorage")
         event = wait_for("the DriftRepaired Event", lambda: events(kubectl, namespace, "DriftRepaired"))
         assert run_id in event[0]["message"] and "rewrote 5 locations" in event[0]["message"]
+        samples = scrape(metrics_port)  # the operator's /metrics says the same
+        assert sample(samples, "hivecat_drift_locations", namespace=namespace, clusterstorage="main") == 0
+        assert sample(samples, "hivecat_locations_rewritten_total", kind="partition", outcome="rewritten") == 3
+        assert sample(samples, "hivecat_locations_rewritten_total", kind="database", outcome="rewritten") == 1
         after = dump_locations(metastore_db)
         diff = changed(before, after)
         assert len(diff) == 5 - 1 + 1  # DBS row (1) + SDS rows (table 1, partitions 3)
