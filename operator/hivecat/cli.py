@@ -43,7 +43,14 @@ def _run_operator(kopf_args: list[str]) -> int:
                 print("hivecat run: HIVECAT_LEADER_LEASE needs POD_NAMESPACE, the namespace of the lease",
                       file=sys.stderr)
                 return 2
-            lease = _lead(settings.pod_namespace, settings.leader_lease, settings.leader_lease_seconds)
+            try:
+                lease = _lead(settings.pod_namespace, settings.leader_lease, settings.leader_lease_seconds)
+            except Exception as error:  # noqa: BLE001 - e.g. RBAC without the lease, an unreachable API server
+                status = getattr(error, "status", None)
+                print(f"hivecat run: cannot take the leader lease {settings.pod_namespace}/{settings.leader_lease}"
+                      f": {f'HTTP {status}: ' if status else ''}{getattr(error, 'reason', None) or error}",
+                      file=sys.stderr)
+                return 1
     try:
         kopf.cli.main.main(["run", "-m", HANDLERS_MODULE, *kopf_args], prog_name="hivecat")
     except SystemExit as exit_:  # click always exits; turn that into a return code

@@ -81,6 +81,23 @@ def test_run_without_a_cluster_says_how_to_point_at_one(tmp_path: Path) -> None:
     assert "set KUBECONFIG" in one_line_error(done)
 
 
+def test_run_with_a_leader_lease_it_cannot_take_says_so_in_one_line(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "http://127.0.0.1:{closed_port()}"}}}}]
+users: [{{name: u, user: {{token: t}}}}]
+contexts: [{{name: c, context: {{cluster: c, user: u}}}}]
+current-context: c
+""")
+    env = {"KUBECONFIG": str(kubeconfig), "HIVECAT_LEADER_LEASE": "hivecat-leader"}
+    done = hivecat("run", "--standalone", env={**env, "POD_NAMESPACE": ""})
+    assert done.returncode == 2 and "HIVECAT_LEADER_LEASE needs POD_NAMESPACE" in one_line_error(done)
+    done = hivecat("run", "--standalone", env={**env, "POD_NAMESPACE": "ops"})
+    assert done.returncode == 1
+    assert one_line_error(done).startswith("hivecat run: cannot take the leader lease ops/hivecat-leader: ")
+
+
 def test_version() -> None:
     done = hivecat("--version")
     assert done.returncode == 0 and done.stdout.startswith("hivecat ")
