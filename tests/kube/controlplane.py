@@ -50,6 +50,16 @@ def _session() -> requests.Session:
     return session
 
 
+AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    userGroups: ["system:serviceaccounts"]
+  - level: None
+"""
+
+
 @dataclass
 class Component:
     name: str
@@ -82,6 +92,7 @@ class ControlPlane:
     url: str = ""
     pki: Pki | None = None
     start_seconds: float = 0.0
+    audit_log: Path | None = None  # JSON lines: every request of a service account (AUDIT_POLICY)
 
     @property
     def admin_kubeconfig(self) -> Path:
@@ -126,8 +137,15 @@ class ControlPlane:
             "--log-level=warn")
         self._wait(f"http://127.0.0.1:{etcd_client}/health", [etcd], verify=False, cert=None, timeout=30)
 
+        # Every request a service account makes (the operator runs as one) is audited, so the operator tier can
+        # compare what the operator used with what the chart grants (tests/operator/test_zz_rbac_audit.py).
+        self.audit_log = self.workdir / "audit.log"
+        policy = self.workdir / "audit-policy.yaml"
+        policy.write_text(AUDIT_POLICY)
         apiserver = self._component(
             "kube-apiserver", f"--etcd-servers=http://127.0.0.1:{etcd_client}",
+            f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}", "--audit-log-format=json",
+            "--audit-log-maxsize=0",
             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={secure_port}",
             "--endpoint-reconciler-type=none",  # the `kubernetes` Service cannot point at a loopback address
             f"--tls-cert-file={pki.serving_cert}", f"--tls-private-key-file={pki.serving_key}",
