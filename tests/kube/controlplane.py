@@ -50,6 +50,7 @@ def _session() -> requests.Session:
     return session
 
 
+START_ATTEMPTS = 3
 AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
@@ -99,11 +100,20 @@ class ControlPlane:
         return self.workdir / "admin.kubeconfig"
 
     def __enter__(self) -> ControlPlane:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                self.start()
+                return self
+            except RuntimeError as error:
+                self.stop()
+                # Ports are picked free, then bound by another process: with the other tiers starting their
+                # services at the same moment, another process can take one in between. Start again on others.
+                if "address already in use" not in str(error) or attempt == START_ATTEMPTS:
+                    raise
+                shutil.rmtree(self.workdir / "etcd", ignore_errors=True)
+            except BaseException:
+                self.stop()
+                raise
         return self
 
     def __exit__(self, *_: object) -> None:
