@@ -49,34 +49,44 @@ main object for finalizers and its annotations), events it posts, and the object
 runs catalogs and copies with.
 */}}
 {{- define "hivecat.namespacedRules" -}}
+# Only what the operator uses (tests/operator/test_zz_rbac_audit.py compares these rules with the API server's
+# audit log of the whole operator tier). kopf watches and patches its resources and their status (patch, never
+# update); children are written by server-side apply, which is a patch, and a create when the object is new.
 - apiGroups: [hivecatalog.io]
-  resources: [hivecatalogs, clusterstorages, tablereplicas]
-  verbs: [get, list, watch, patch, update]
+  resources: [hivecatalogs, clusterstorages]
+  verbs: [get, list, watch, patch]
+- apiGroups: [hivecatalog.io]
+  resources: [tablereplicas]
+  verbs: [list, watch, patch]
 - apiGroups: [hivecatalog.io]
   resources: [hivecatalogs/status, clusterstorages/status, tablereplicas/status]
-  verbs: [get, patch, update]
-- apiGroups: ["", events.k8s.io]
-  resources: [events]
-  verbs: [create, patch]
-# Metastore Service and client ConfigMaps. (No serviceaccounts: resources name existing ones, from the
-# allow-list, and the operator creates none.)
+  verbs: [patch]
 - apiGroups: [""]
-  resources: [configmaps, services]
-  verbs: [get, list, watch, create, update, patch, delete]
+  resources: [events]
+  verbs: [create]
+# Metastore and client ConfigMaps, the cluster registry, the metastore Service (deleted when a catalog
+# switches to Glue). No serviceaccounts: resources name existing ones, from the allow-list.
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, create, patch, delete]
+- apiGroups: [""]
+  resources: [services]
+  verbs: [create, patch, delete]
 - apiGroups: [apps]
   resources: [deployments]
-  verbs: [get, list, watch, create, update, patch, delete]
-# Database passwords and cloud credentials are only read.
+  verbs: [get, create, patch, delete]
+# Database passwords and cloud credentials are only read, one by one.
 - apiGroups: [""]
   resources: [secrets]
   verbs: [get]
-# Scan, repair and copy runs (compute types KubernetesJob and SparkApplication).
+# Schema Jobs and copy runs (compute KubernetesJob and SparkApplication); a finished run is deleted before the
+# next one of the same name.
 - apiGroups: [batch]
   resources: [jobs]
-  verbs: [get, list, watch, create, update, patch, delete]
+  verbs: [get, create, patch, delete]
 - apiGroups: [sparkoperator.k8s.io]
   resources: [sparkapplications]
-  verbs: [get, list, watch, create, update, patch, delete]
+  verbs: [get, create, patch, delete]
 {{- end -}}
 
 
