@@ -46,6 +46,11 @@ def _resource(api_version: str, kind: str) -> Any:
     return _dynamic().resources.get(api_version=api_version, kind=kind)
 
 
+def resource(api_version: str, kind: str) -> Any:
+    """The dynamic client's resource, for callers with calls of their own (the leader Lease)."""
+    return _resource(api_version, kind)
+
+
 def _not_found(error: Exception) -> bool:
     return getattr(error, "status", None) == 404
 

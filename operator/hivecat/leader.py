@@ -45,14 +45,9 @@ class LeaseStore:
     """The Lease object through the API server (the dynamic client, with MicroTime written as the API wants)."""
 
     def __init__(self, namespace: str, name: str) -> None:
-        from kubernetes import client, config, dynamic
+        from hivecat import k8s
 
-        try:
-            config.load_incluster_config()
-        except config.ConfigException:
-            config.load_kube_config()
-        self._api = dynamic.DynamicClient(client.ApiClient()).resources.get(api_version="coordination.k8s.io/v1",
-                                                                            kind="Lease")
+        self._api = k8s.resource("coordination.k8s.io/v1", "Lease")
         self.namespace, self.name = namespace, name
 
     def read(self) -> Record | None:
