@@ -21,11 +21,16 @@ class OperatorProcess:
     namespace: str | None  # None: every namespace (-A)
     extra_args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)  # added to (and overriding) the test's environment
+    # A pod's own command line and environment instead (e2e/: the chart's container as the kubelet starts it)
+    command: tuple[str, ...] = ()
+    inherit_env: bool = True  # False: only KUBECONFIG and `env`, as in a container
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     ready_seconds: float = field(default=0.0, init=False)
 
     @property
     def argv(self) -> list[str]:
+        if self.command:
+            return list(self.command)
         scope = ["-A"] if self.namespace is None else ["-n", self.namespace]
         return [str(HIVECAT), "run", "--standalone", "--verbose", *scope, *self.extra_args]
 
@@ -35,7 +40,8 @@ class OperatorProcess:
 
     def start(self, is_ready: Callable[[], bool], timeout: float = 30) -> None:
         """Start, then wait until is_ready() (e.g. its watch has started) or fail with the log."""
-        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "PYTHONUNBUFFERED": "1", **self.env}
+        env = {**(os.environ if self.inherit_env else {}), "KUBECONFIG": str(self.kubeconfig),
+               "PYTHONUNBUFFERED": "1", **self.env}
         started = time.monotonic()
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, env=env)

@@ -5,35 +5,25 @@ ServiceAccount with exactly the RBAC the chart grants."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 
-# Nothing in this tier may fall back to the user's own cluster: point KUBECONFIG at the test control plane's
-# admin kubeconfig before anything reads it.
-_KUBE_DIR = Path(tempfile.mkdtemp(prefix="hivecat-k8s-"))
-os.environ["KUBECONFIG"] = str(_KUBE_DIR / "admin.kubeconfig")
+from kube.fixtures import (CRD_DIR, EXAMPLES_DIR, KUBE_DIR, TIMINGS, api, control_plane, crds, helm,  # noqa: F401
+                           kubectl, report_timings)  # (fixtures by name; test modules import the constants from here)
+from kube.api import Api
+from kube.clients import Client
+from kube.controlplane import ControlPlane
+from kube.identity import operator_kubeconfig as make_operator_kubeconfig
+from kube.operator import OperatorProcess
+from support.catalog_db import journal, metastore_db  # noqa: F401  (fixtures by name)
+from support.services import mariadb_server, moto, moto_server, scratch_mariadb  # noqa: F401
 
-from kube.api import Api  # noqa: E402
-from kube.clients import REPO, Client, helm as helm_client, kubectl as kubectl_client  # noqa: E402
-from kube.controlplane import ControlPlane  # noqa: E402
-from kube.identity import operator_kubeconfig as make_operator_kubeconfig  # noqa: E402
-from kube.operator import OperatorProcess  # noqa: E402
-from support.services import (START_SECONDS, mariadb_server, moto, moto_server, scratch_mariadb,  # noqa: E402,F401
-                              unique_name)  # (fixtures by name)
+from hivecat.kinds import GROUP, HIVE_CATALOG, VERSION  # noqa: F401  (test modules import these from here)
 
-from hivecat.kinds import GROUP, HIVE_CATALOG, VERSION  # noqa: E402
-from hivecat.local.scratch_db import drop_database  # noqa: E402  (test modules import these from here)
-
-CRD_DIR = REPO / "crds"
-EXAMPLES_DIR = REPO / "examples"
 HIVE_CATALOG_RESOURCE = f"{HIVE_CATALOG.plural}.{VERSION}.{GROUP}"  # as kopf names it in its log
-TIMINGS: dict[str, float] = {}  # printed at the end of the run: the closing note reports these numbers
 _FAILED = pytest.StashKey[bool]()
 
 
@@ -45,39 +35,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if TIMINGS:
-        shown = ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in TIMINGS.items())
-        terminalreporter.write_line(f"operator tier timings: {shown}")
-
-
-@pytest.fixture(scope="session")
-def control_plane() -> Iterator[ControlPlane]:
-    with ControlPlane(workdir=_KUBE_DIR) as plane:
-        START_SECONDS["kubernetes control plane"] = round(plane.start_seconds, 1)
-        TIMINGS["control plane start"] = plane.start_seconds
-        yield plane
-
-
-@pytest.fixture(scope="session")
-def api(control_plane: ControlPlane) -> Api:
-    return Api(control_plane.url, control_plane.admin_session())
-
-
-@pytest.fixture(scope="session")
-def kubectl(control_plane: ControlPlane) -> Client:
-    return kubectl_client(control_plane.admin_kubeconfig, _KUBE_DIR / "kubectl-cache")
-
-
-@pytest.fixture(scope="session")
-def helm(control_plane: ControlPlane) -> Client:
-    return helm_client(control_plane.admin_kubeconfig, _KUBE_DIR / "helm")
-
-
-@pytest.fixture(scope="session")
-def crds(kubectl: Client) -> None:
-    """hivecat's CRDs, applied from crds/ the way a user installs them; the API server checks them."""
-    kubectl("apply", "--server-side", "-f", str(CRD_DIR))  # as the README installs them (and upgrades them)
-    kubectl("wait", "--for=condition=Established", "--timeout=30s", "-f", str(CRD_DIR))
+    report_timings(terminalreporter, "operator tier")
 
 
 @pytest.fixture
@@ -91,9 +49,9 @@ def operator_kubeconfig(control_plane: ControlPlane, kubectl: Client, helm: Clie
 
     def make(namespace: str | None) -> Path:
         if namespace is None:
-            return make_operator_kubeconfig(kubectl, helm, control_plane.url, ca, _KUBE_DIR / "cluster-wide.kubeconfig",
+            return make_operator_kubeconfig(kubectl, helm, control_plane.url, ca, KUBE_DIR / "cluster-wide.kubeconfig",
                                             "hivecat-cw", "hivecat-system", "clusterWide=true")
-        return make_operator_kubeconfig(kubectl, helm, control_plane.url, ca, _KUBE_DIR / "operator.kubeconfig",
+        return make_operator_kubeconfig(kubectl, helm, control_plane.url, ca, KUBE_DIR / "operator.kubeconfig",
                                         "hivecat", "hivecat-system", f"watchNamespaces={{{namespace}}}")
     return make
 
@@ -133,36 +91,3 @@ def run_operator(request: pytest.FixtureRequest, crds: None, operator_kubeconfig
         code = operator.stop()
         if request.node.stash.get(_FAILED, False) or code not in (0, -15):
             print(f"---- operator log ({' '.join(operator.argv)}), exit code {code} ----\n{operator.log()}")
-
-
-@pytest.fixture
-def metastore_db(scratch_mariadb: str) -> Iterator[str]:  # noqa: F811
-    """A scratch MariaDB database reached as a user of its own, whose password is like no other string in the
-    test (so finding it in an object, a status or a log means a leak). The URL carries user and password."""
-    url = sa.make_url(scratch_mariadb)
-    user, password = unique_name("hc_op"), f"pw-{uuid.uuid4().hex}"
-    hosts = ("localhost", "127.0.0.1", "%")
-    admin = sa.create_engine(scratch_mariadb)
-    with admin.begin() as conn:
-        for host in hosts:
-            conn.execute(sa.text(f"CREATE USER '{user}'@'{host}' IDENTIFIED BY '{password}'"))
-            conn.execute(sa.text(f"GRANT ALL PRIVILEGES ON `{url.database}`.* TO '{user}'@'{host}'"))
-    yield url.set(username=user, password=password).render_as_string(hide_password=False)
-    with admin.begin() as conn:
-        for host in hosts:
-            conn.execute(sa.text(f"DROP USER IF EXISTS '{user}'@'{host}'"))
-    admin.dispose()
-
-
-@pytest.fixture
-def journal(mariadb_server: str, metastore_db: str) -> Iterator[str]:  # noqa: F811
-    """A database on the metastore's server for the relocation journal, which the catalog's user may write; the
-    operator is given it as HIVECAT_JOURNAL_SCHEMA (failovers and repairs on a SQL catalog are journaled there)."""
-    name, user = unique_name("hc_tr_journal"), sa.make_url(metastore_db).username
-    admin = sa.create_engine(mariadb_server)
-    with admin.begin() as conn:
-        for host in ("localhost", "127.0.0.1", "%"):
-            conn.execute(sa.text(f"GRANT ALL PRIVILEGES ON `{name}`.* TO '{user}'@'{host}'"))
-    admin.dispose()
-    yield name
-    drop_database(mariadb_server, name)

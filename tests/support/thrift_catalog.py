@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,16 +64,30 @@ def served_catalog(kubectl: Client, namespace: str, metastore_db: str, tmp_path:
                    extra_spark_conf: dict[str, str] | None = None) -> Iterator[ServedCatalog]:
     """Apply the HiveCatalog (an operator must be running) and serve its metastore until the block ends."""
     password = sa.make_url(metastore_db).password
-    secrets = {(SECRET, "password"): password}
     port = free_port()
     manifest = catalog_manifest(name, metastore_db, f"127.0.0.1:{port}")
+    with serving(kubectl, namespace, manifest, {(SECRET, "password"): password}, port, tmp_path,
+                 lambda: apply(kubectl, namespace, password_secret(SECRET, password), manifest),
+                 extra_spark_conf) as served:
+        yield served
+
+
+@contextmanager
+def serving(kubectl: Client, namespace: str, manifest: dict, secrets: dict[tuple[str, str], str], port: int,
+            tmp_path: Path, apply_catalog: Callable[[], None], extra_spark_conf: dict[str, str] | None = None
+            ) -> Iterator[ServedCatalog]:
+    """Serve the Thrift catalog `manifest` (whose address annotation names 127.0.0.1:`port`): its database
+    initialised with the schema Job's command, then `apply_catalog()` (however the test applies it), then the
+    metastore Deployment's own command run until the block ends. `secrets`: (Secret, key) -> value, for the
+    containers' secretKeyRefs."""
+    name = manifest["metadata"]["name"]
     spec = parse_hive_catalog({**manifest, "metadata": {**manifest["metadata"], "namespace": namespace}},
                               default_image="x")
     image = StandInImage(tmp_path / "image", HIVE3, "mysql")
     conf_dir = StandInImage.conf_dir(tmp_path / "pod", metastore_config_map(spec)["data"])
     init = schema_job(spec, Init("3.1.0"))["spec"]["template"]["spec"]["containers"][0]
     image.run(init, image.environment(init, secrets, conf_dir))
-    apply(kubectl, namespace, password_secret(SECRET, password), manifest)
+    apply_catalog()
     deployment = wait_for("the metastore Deployment", lambda: get(kubectl, namespace, "deployment",
                                                                   f"{name}-metastore"))
     server = deployment["spec"]["template"]["spec"]["containers"][0]

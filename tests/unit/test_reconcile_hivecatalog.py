@@ -369,6 +369,8 @@ def test_thrift_probe_failing() -> None:
     assert conditions(outcome)["Ready"] == ("False", "MetastoreUnreachable")
     assert conditions(outcome)["BackendReachable"] == ("False", "MetastoreUnreachable")
     assert ("Deployment", "sales-metastore") in ports.made()
+    # ready pods that do not answer are an error: the handler's backoff, not a re-check each second
+    assert outcome.retry_after is None and outcome.phase == "Degraded"
 
 
 def test_replicas_zero() -> None:

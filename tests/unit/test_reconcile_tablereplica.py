@@ -156,6 +156,8 @@ def test_clusters_resolve_against_the_registry(lake) -> None:
     assert unknown.value.reason == "PrimaryUnknown"
     out = run(replica(table="nope"), catalog, clusters, InProcess())
     assert [(c.type, c.status, c.reason) for c in out.conditions][0] == ("Ready", "False", "TableNotFound")
+    # a table not created yet (a GitOps repo applies the replica with the catalog): retried, not parked
+    assert (out.failed, out.status["phase"]) == (True, "Pending")
 
 
 @pytest.mark.parametrize("seconds, shown", [(0, "0s"), (59.6, "1m"), (61, "1m"), (3725, "1h2m"), (90061, "1d1h1m")])

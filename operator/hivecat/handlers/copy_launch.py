@@ -126,7 +126,11 @@ class WorkloadLauncher:
                       secondary=self.secondary.name, run_id=run_id, plan_uri=location, plan_digest=digest,
                       image=compute.image, service_account=compute.service_account, resources=compute.resources,
                       verify=copy.verify, engine=copy.engine, parallelism=copy.parallelism,
-                      bandwidth_mbps=copy.bandwidth_mbps, credentials_secret=spec.credentials_secret)
+                      bandwidth_mbps=copy.bandwidth_mbps, credentials_secret=spec.credentials_secret,
+                      # the copy pods reach storage where the operator does (an S3-compatible endpoint,
+                      # namenodes' WebHDFS addresses): the plan names locations, not how to reach them
+                      s3_endpoint=self.storage.s3.endpoint,
+                      webhdfs_endpoints=",".join(f"{a}={url}" for a, url in self.storage.webhdfs.endpoints) or None)
         return run, compute
 
     def _wait_and_clear(self, name: str, stopped: Callable[[], bool]) -> bool:

@@ -340,8 +340,8 @@ class Pass:
             return False
         probe = self.ports.probe_thrift(spec, service)
         self._reach["metastore"] = Condition.of(REACHABLE, probe.ok, probe.reason, probe.message)
-        if not probe.ok:
-            out.stop(probe.reason, probe.message, phase="Degraded", retry=SHORT_WAIT)
+        if not probe.ok:  # pods ready, yet no answer: an error, retried with the shared backoff (not each second)
+            out.stop(probe.reason, probe.message, phase="Degraded")
         return probe.ok
 
 

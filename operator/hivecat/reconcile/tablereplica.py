@@ -211,7 +211,9 @@ def sync_pass(spec: TableReplicaSpec, backends: Sequence[Backend], clusters: Map
     except (CatalogUnavailable, SecretUnavailable) as error:
         return _not_ready(out, error.reason, error.message, failed=True)
     except SpecInvalid as invalid:
-        return _not_ready(out, invalid.reason, invalid.message)
+        # What the spec names is not (yet) in the catalog: the table, its cluster. Applied together (GitOps),
+        # the TableReplica is often first; retried with backoff, never parked until the spec changes.
+        return _not_ready(out, invalid.reason, invalid.message, failed=True, phase="Pending")
     except PlanRefused as refused:  # e.g. the table gone while a switch was checked
         return _not_ready(out, refused.reason, refused.message, failed=True)
     except JournalUnavailable as error:  # a switch needs the journal; the message says what to grant
@@ -229,9 +231,11 @@ def sync_pass(spec: TableReplicaSpec, backends: Sequence[Backend], clusters: Map
                 close()
 
 
-def _not_ready(out: SyncOutcome, reason: str, message: str, failed: bool = False) -> SyncOutcome:
+def _not_ready(out: SyncOutcome, reason: str, message: str, failed: bool = False,
+               phase: str | None = None) -> SyncOutcome:
+    """failed: retried with backoff; else parked ("Invalid") until the spec changes."""
     out.conditions = [Condition.of(READY, False, reason, message), Condition(IN_SYNC, "Unknown", reason, message)]
-    out.status["phase"] = "Degraded" if failed else "Invalid"
+    out.status["phase"] = phase or ("Degraded" if failed else "Invalid")
     out.failed = failed
     return out
 
