@@ -154,3 +154,63 @@ def test_fast_path_journals_every_value_and_undo_restores_exactly(shape, catalog
     undone = catalog.undo(report.run_id)
     assert undone.rewritten == report.rewritten and undone.conflicted == 0
     assert dump_all(url, metadata) == before
+
+
+def _statements(catalog: SqlCatalog) -> list[str]:
+    """Every SQL statement the catalog's engine sends from now on, whitespace collapsed."""
+    sent: list[str] = []
+    sa.event.listen(catalog.engine, "before_cursor_execute",
+                    lambda conn, cursor, statement, *_: sent.append(" ".join(statement.split())))
+    return sent
+
+
+@pytest.fixture
+def one_catalog(scratch_mariadb, mariadb_server) -> Iterator[tuple[str, sa.MetaData, SqlCatalog]]:
+    """Only the `hive` catalog: every row under OLD is in scope of a whole-catalog run."""
+    metadata = create_shape(scratch_mariadb, VERSION, [layout("hive")])
+    opened = SqlCatalog(scratch_mariadb, journal_schema=unique_name("hc_journal"))
+    yield scratch_mariadb, metadata, opened
+    opened.close()
+    drop_database(mariadb_server, opened.journal.schema)
+
+
+# The column-wide UPDATE (no join to the journal) on the hand-written shape; the real-schema tests and the
+# benchmark take it too, and compare locations only.
+def test_an_unrestricted_run_rewrites_each_column_with_one_update_and_undoes_exactly(one_catalog):
+    url, metadata, catalog = one_catalog
+    before = dump_all(url, metadata)
+    sent = _statements(catalog)
+    report = catalog.relocate(RelocationRequest(OLD, NEW))
+    assert dump_all(url, metadata) == expected_dump(metadata, VERSION, [layout("hive", NEW)])
+    metastore_updates = [s for s in sent if s.startswith("UPDATE `")]  # (the journal's tables are qualified)
+    assert [s for s in metastore_updates if s.startswith("UPDATE `SDS`")]
+    assert not [s for s in metastore_updates if "hivecat_entries" in s]  # no UPDATE joined to the journal
+    assert not [s for s in sent if s.startswith("ROLLBACK TO SAVEPOINT")]
+    assert report.conflicted == 0 and report.rewritten > 0
+    undone = catalog.undo(report.run_id)
+    assert undone.rewritten == report.rewritten and undone.conflicted == 0
+    assert dump_all(url, metadata) == before
+
+
+# A row under the prefix that no plan reaches: the column-wide UPDATE would count it, so it is rolled back.
+def test_a_row_outside_the_plan_sends_the_run_back_to_its_planned_keys(one_catalog):
+    url, metadata, catalog = one_catalog
+    sds, serdes = metadata.tables["SDS"], metadata.tables["SERDES"]
+    engine = sa.create_engine(url)
+    orphan = f"{OLD}/hive/orphan"  # a storage descriptor no table or partition owns (left by a failed DDL)
+    with engine.begin() as conn:
+        conn.execute(serdes.insert().values(SERDE_ID=999, NAME=None, SLIB="x"))
+        conn.execute(sds.insert().values(SD_ID=999, CD_ID=None, INPUT_FORMAT="i", IS_COMPRESSED=False,
+                                         IS_STOREDASSUBDIRECTORIES=False, LOCATION=orphan, NUM_BUCKETS=-1,
+                                         OUTPUT_FORMAT="o", SERDE_ID=999))
+    sent = _statements(catalog)
+    report = catalog.relocate(RelocationRequest(OLD, NEW))
+    assert report.conflicted == 0
+    assert [s for s in sent if s.startswith("ROLLBACK TO SAVEPOINT")]  # the column-wide SDS UPDATE, undone
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(sds.c.LOCATION).where(sds.c.SD_ID == 999)).scalar_one() == orphan
+        conn.execute(sds.delete().where(sds.c.SD_ID == 999))
+        conn.execute(serdes.delete().where(serdes.c.SERDE_ID == 999))
+        conn.commit()
+    engine.dispose()
+    assert dump_all(url, metadata) == expected_dump(metadata, VERSION, [layout("hive", NEW)])

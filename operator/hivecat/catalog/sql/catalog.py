@@ -23,11 +23,11 @@ from hivecat.catalog.sql.locks import run_lock
 from hivecat.catalog.sql.params import SqlParams
 from hivecat.catalog.sql.refusals import SqlRefusals
 from hivecat.catalog.sql.relocation import (
-    RelocationPlan, count_in_scope, one_target_per_kind, rewrite_planned, sample_in_scope, swap, tables_in_scope,
-    write_plan,
+    RelocationPlan, count_in_scope, one_target_per_kind, rewrite_matching, rewrite_planned, sample_in_scope, swap,
+    tables_in_scope, unrestricted, write_plan,
 )
 from hivecat.catalog.sql.schema import HmsSchema, detect_schema
-from hivecat.catalog.sql.targets import build_targets
+from hivecat.catalog.sql.targets import Target, build_targets
 from hivecat.locations.prefix import LocationPrefix
 
 
@@ -218,20 +218,41 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
 
     def _run_locked(self, request: RelocationRequest, plan: RelocationPlan) -> tuple[str, dict[ObjectKind, int]]:
         """MySQL/MariaDB, one transaction: the plan's shared locks keep every planned row at its planned
-        value until commit, so each kind is rewritten by a single-table UPDATE of its planned keys (no
-        compare-and-set join) and journaled as applied up front. Any count that differs from the plan
-        rolls back everything, the plan included."""
+        value until commit, so each column is rewritten by a single-table UPDATE (of everything under the old
+        prefix when the plan is unrestricted, else of each kind's planned keys; no compare-and-set join) and
+        journaled as applied up front. Any count that differs from the plan rolls back everything, the plan
+        included."""
         by_kind = one_target_per_kind(self.targets)
         with self._transaction() as conn:
             run_id, planned = self._plan(conn, request, plan, APPLIED)
-            planned = {kind: n for kind, n in planned.items() if n}
-            for kind, n in planned.items():
+            applied = {kind: n for kind, n in planned.items() if n}
+            done = self._rewrite_columns(conn, plan, applied, by_kind)
+            for kind, n in applied.items():
+                if kind in done:
+                    continue
                 rewritten = rewrite_planned(conn, self.journal, by_kind[kind], run_id, plan, n)
                 if rewritten != n:  # raising rolls the transaction back
                     raise RelocationRefused([Refusal("changed-during-run", (
                         f"{kind.value}: {rewritten} rows held their planned value, {n} were planned; the run "
                         f"was rolled back and changed nothing: rerun it"))])
-        return run_id, planned
+        return run_id, applied
+
+    def _rewrite_columns(self, conn: sa.Connection, plan: RelocationPlan, planned: dict[ObjectKind, int],
+                         by_kind: dict[ObjectKind, Target]) -> list[ObjectKind]:
+        """The kinds rewritten by one UPDATE per column (rewrite_matching), when the plan is unrestricted:
+        e.g. tables' and partitions' SDS.LOCATION together, as the bare UPDATE does."""
+        if not unrestricted(plan):
+            return []
+        columns: dict[tuple[str, str], list[ObjectKind]] = {}
+        for kind in planned:
+            target = by_kind[kind]
+            if not target.param_keyed:  # parameters: only caller-named keys, never a whole column
+                columns.setdefault((target.base.name, target.value), []).append(kind)
+        done: list[ObjectKind] = []
+        for kinds in columns.values():
+            if rewrite_matching(conn, by_kind[kinds[0]], plan, sum(planned[k] for k in kinds)):
+                done += kinds
+        return done
 
     def _finish_report(self, report: RelocationReport, run_id: str, done_state: str, conflict_state: str,
                        done: dict[ObjectKind, int] | None = None) -> None:

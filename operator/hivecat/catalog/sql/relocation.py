@@ -258,6 +258,37 @@ def rewrite_planned(conn: sa.Connection, journal: Journal, target: Target, run_i
     return conn.execute(sa.update(b).where(*conds).values({current: _rewritten(current, plan)})).rowcount
 
 
+def unrestricted(plan: RelocationPlan) -> bool:
+    """Whether the plan takes every row under the old prefix its targets reach: the whole catalog, no
+    partition filter, no table excluded."""
+    return (plan.scope.whole_catalog and plan.scope.partition_predicate is None and not plan.excluded_tables
+            and plan.only_tables is None)
+
+
+def rewrite_matching(conn: sa.Connection, target: Target, plan: RelocationPlan, planned: int) -> bool:
+    """The fast path's cheaper apply for an unrestricted plan: one UPDATE of every row of the target's column
+    under the old prefix (the bare UPDATE a DBA would write: no join to the journal), kept only when it
+    rewrote exactly `planned` rows, the planned rows of every kind kept in that column. Else it is rolled back
+    to a savepoint and False returned (rows the plan left alone: a storage descriptor no table or partition
+    owns, another HMS catalog's); the caller then rewrites by planned keys.
+
+    Exact: the plan's shared locks keep each planned row at its planned value, so every planned row matches
+    here and gets the journaled new value; a count equal to the plan's leaves no room for any other row.
+    """
+    current = target.base.c[target.value]
+    conds = [sql_match(current, plan.old)]
+    cap = capacity(current, conn.dialect.name)
+    if cap is not None and can_grow(plan, cap):
+        conds.append(cap.fits(_rewritten(current, plan)))
+    savepoint = conn.begin_nested()
+    if conn.execute(sa.update(target.base).where(*conds).values({current: _rewritten(current, plan)})).rowcount \
+            == planned:
+        savepoint.commit()
+        return True
+    savepoint.rollback()
+    return False
+
+
 def one_target_per_kind(targets: list[Target]) -> dict[ObjectKind, Target]:
     """Apply and undo need one target per kind: they join its base table to journal entries by key,
     whichever owner path (table or partition) planned them."""
