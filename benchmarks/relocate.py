@@ -1,4 +1,5 @@
-"""Relocation speed: hivecat vs a bare SQL UPDATE, Hive's metatool and Thrift alter_partitions; Glue call count.
+"""Relocation speed: hivecat vs a bare SQL UPDATE, Hive's metatool and Thrift alter_partitions; hivecat's Thrift
+relocation through one connection vs several; Glue call count.
 
 One run builds a partitioned table in a real HMS 2.3 schema on MariaDB (see relocate_support/hms_rows.py),
 copies it once per contender, moves every location from hdfs://old-nn:8020/warehouse to
@@ -29,7 +30,10 @@ from pathlib import Path
 
 from hivecat.local.scratch_db import create_database, drop_database
 from relocate_support import hms_rows
-from relocate_support.contenders import floor_update, hivecat_relocate, metatool_update_location, thrift_alter_partitions
+from hivecat.catalog.targets import DEFAULT_THRIFT_CONNECTIONS
+from relocate_support.contenders import (
+    floor_update, hivecat_relocate, hivecat_thrift_relocate, metatool_update_location, thrift_alter_partitions,
+)
 from relocate_support.glue_calls import count_glue_calls
 
 SERVER_URL = os.environ.get("HIVECAT_TEST_MYSQL_URL", "mysql+pymysql://hivecat:hivecat@127.0.0.1:3306")
@@ -143,12 +147,42 @@ def thrift_figures(scratch: Scratch, sizes: Sizes, workdir: Path) -> tuple[str, 
                           thrift_extrapolated_s=round(per_1k * sizes.partitions / 1000, 1))
 
 
+def thrift_hivecat_figures(scratch: Scratch, sizes: Sizes, workdir: Path, template: str) -> dict:
+    """hivecat's own Thrift relocation of the `thrift_partitions` partitions of a table, on an HMS of its own:
+    an untimed move old -> new warms the HMS's JIT and MariaDB's buffer pool, then new -> old through one
+    connection and old -> new through the default number are timed. Every move's result is checked."""
+    t, connections = sizes.thrift_partitions, DEFAULT_THRIFT_CONNECTIONS
+    [name] = build(scratch, template, "thrift_hivecat", t, ["hms"])
+    url = hms_rows.database_url(SERVER_URL, name)
+    server = hms_rows.metastore_server(SERVER_URL, name, workdir / "hms_hivecat", heap="2g", schema_exists=True)
+    timed("HMS start", server.start)
+
+    def move(label: str, to_new: bool, through: int) -> float:
+        old, new = (hms_rows.OLD_ROOT, hms_rows.NEW_ROOT) if to_new else (hms_rows.NEW_ROOT, hms_rows.OLD_ROOT)
+        seconds = timed(f"hivecat over Thrift, {t}, {label}", lambda: hivecat_thrift_relocate(
+            server, old, new, through, workdir / f"journal_{label.replace(' ', '_')}.db", t))
+        if to_new:
+            hms_rows.verify_partitions_relocated(url, t, f"hivecat over Thrift ({label})")
+        else:
+            hms_rows.verify_built(url, t)  # every location back where it was built
+        return seconds
+    try:
+        move("warm-up", True, connections)
+        serial_s = move("1 connection", False, 1)
+        parallel_s = move(f"{connections} connections", True, connections)
+    finally:
+        server.stop()
+    return dict(thrift_hivecat_serial_s=round(serial_s, 3), thrift_hivecat_parallel_s=round(parallel_s, 3),
+                thrift_parallel_speedup=round(serial_s / parallel_s, 2), thrift_connections=connections)
+
+
 def run(sizes: Sizes, workdir: Path) -> dict:
     scratch = Scratch(uuid.uuid4().hex[:8])
     figures: dict = {"partitions": sizes.partitions}
     try:
         template, thrift = thrift_figures(scratch, sizes, workdir)
         figures.update(thrift)
+        figures.update(thrift_hivecat_figures(scratch, sizes, workdir, template))
         # The bare UPDATE gets the copy written last (the warmest cache): the comparison favours it.
         big_hivecat, big_floor = build(scratch, template, "big", sizes.partitions, ["hivecat", "floor"])
         floor_s = timed(f"bare UPDATE, {sizes.partitions}", lambda: floor_update(SERVER_URL, big_floor))
@@ -194,6 +228,9 @@ def report_sql(figures: dict, hivecat) -> None:
           f"({f['thrift_with_reads_s_per_1k']:.2f} s with the re-read of each batch; {f['thrift_partitions']} moved "
           f"in batches of {f['thrift_batch']}); extrapolated, not measured: {f['thrift_extrapolated_s']:.0f} s "
           f"for {f['partitions']}")
+    print(f"hivecat over Thrift, {f['thrift_partitions']} partitions: 1 connection {f['thrift_hivecat_serial_s']:.2f} s"
+          f", {f['thrift_connections']} connections {f['thrift_hivecat_parallel_s']:.2f} s, speed-up "
+          f"{f['thrift_parallel_speedup']:.2f}x")
     print(f"hivecat's slowest statements at {f['partitions']} partitions:")
     for seconds, statement in hivecat.statements[:6]:
         print(f"  {seconds:7.2f} s  {statement[:160]}")

@@ -225,6 +225,14 @@ def verify_relocated(url: str, partitions: int, who: str) -> None:
         raise AssertionError(f"{who} left a wrong result: {check} (expected {expected})")
 
 
+def verify_partitions_relocated(url: str, partitions: int, who: str) -> None:
+    """Every partition at NEW_ROOT; the table and the database where they were built."""
+    check = check_locations(url)
+    expected = LocationCheck(partitions, partitions, 0, database_location(OLD_ROOT), table_location(OLD_ROOT), 1)
+    if check != expected:
+        raise AssertionError(f"{who} left a wrong result: {check} (expected {expected})")
+
+
 def verify_built(url: str, partitions: int) -> None:
     check = check_locations(url)
     expected = LocationCheck(partitions, 0, partitions, database_location(OLD_ROOT), table_location(OLD_ROOT),

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from hivecat.catalog.model import ObjectKind, RelocationRequest, Scope
 from hivecat.catalog.sql.catalog import SqlCatalog
+from hivecat.locations.prefix import rebase
 from hivecat.local.scratch_db import drop_database
 from support.location_dump import dump_locations
 from support.services import unique_name
@@ -63,7 +64,27 @@ KILLER = textwrap.dedent("""
 """)
 
 
-def test_killed_chunked_run_resumes_and_undo_restores_exactly(big_table, hive_metastore, journal_schema):
+def to_earlier_layout(url: str, schema: str, old: str, new: str) -> None:
+    """The journal as hivecat wrote it before the SQL backend stopped storing new values: new_value stored for
+    every entry and NOT NULL, and the index on (run_id, chunk, state)."""
+    engine = sa.create_engine(url)
+    entries = f"`{schema}`.hivecat_entries"
+    try:
+        with engine.begin() as conn:
+            rows = conn.execute(sa.text(f"SELECT run_id, kind, key1, key2, old_value FROM {entries}")).all()
+            for run_id, kind, key1, key2, old_value in rows:
+                conn.execute(sa.text(f"UPDATE {entries} SET new_value = :v WHERE run_id = :r AND kind = :k "
+                                     "AND key1 = :k1 AND key2 = :k2"),
+                             {"v": rebase(old_value, old, new), "r": run_id, "k": kind, "k1": key1, "k2": key2})
+            conn.execute(sa.text(f"ALTER TABLE {entries} MODIFY new_value MEDIUMTEXT NOT NULL"))
+            conn.execute(sa.text(f"CREATE INDEX hivecat_entries_chunk ON {entries} (run_id, chunk, state)"))
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("earlier_layout", [False, True], ids=["journal", "journal-of-the-earlier-layout"])
+def test_killed_chunked_run_resumes_and_undo_restores_exactly(big_table, hive_metastore, journal_schema,
+                                                              earlier_layout):
     url = sa.make_url(hive_metastore.sql_url)
     with sa.create_engine(url).connect() as conn:
         old = conn.execute(_location_of(big_table)).scalar_one()
@@ -74,6 +95,8 @@ def test_killed_chunked_run_resumes_and_undo_restores_exactly(big_table, hive_me
                              old, new, str(CHUNK), "3"], capture_output=True, text=True, timeout=120)
     assert killed.returncode == -9, killed.stderr
     assert killed.stdout.splitlines()[-1].startswith("chunk 3/")
+    if earlier_layout:  # killed by the previous version: this one migrates the journal, resumes and undoes
+        to_earlier_layout(hive_metastore.sql_url, journal_schema, old, new)
 
     catalog = SqlCatalog(hive_metastore.sql_url, journal_schema=journal_schema)
     try:
@@ -104,6 +127,11 @@ def test_killed_chunked_run_resumes_and_undo_restores_exactly(big_table, hive_me
 
         catalog.undo(run.run_id)
         assert dump_locations(hive_metastore.sql_url) == before
+        inspector = sa.inspect(catalog.engine)  # the layout this version writes
+        assert "hivecat_entries_chunk" not in {i["name"] for i in inspector.get_indexes("hivecat_entries",
+                                                                                        schema=journal_schema)}
+        assert {c["name"]: c["nullable"] for c in inspector.get_columns("hivecat_entries",
+                                                                        schema=journal_schema)}["new_value"]
     finally:
         catalog.close()
 

@@ -17,6 +17,7 @@ from hivecat.catalog.journal import APPLIED
 from hivecat.catalog.model import RelocationRefused, RelocationRequest
 from hivecat.catalog.sql.catalog import SqlCatalog
 from hivecat.local.scratch_db import drop_database
+from hivecat.locations.prefix import rebase
 from support.hms_shapes import CatalogLayout, create_shape, dump_all, expected_dump
 from support.services import unique_name
 
@@ -148,8 +149,9 @@ def test_fast_path_journals_every_value_and_undo_restores_exactly(shape, catalog
                                .where(e.c.run_id == report.run_id)).all()
     assert {state for state, _, _ in entries} == {APPLIED}
     assert len(entries) == report.rewritten
-    # Exactly the values that changed, each journaled as (old, new).
-    assert sorted((old, new) for _, old, new in entries) == _changed_cells(metadata, before, after)
+    # Exactly the values that changed, each journaled by its old value (the new one is the run's rebase of it).
+    assert {new for _, _, new in entries} == {None}
+    assert sorted((old, rebase(old, OLD, NEW)) for _, old, _ in entries) == _changed_cells(metadata, before, after)
 
     undone = catalog.undo(report.run_id)
     assert undone.rewritten == report.rewritten and undone.conflicted == 0

@@ -1,7 +1,8 @@
 """ThriftCatalog relocation against the real Hive Metastore 2.3 (hmsclient): locations move as HMS reports
 them through get_table / get_partitions / get_function, undo restores them, refusals change nothing, a
-partition changed between plan and write is reported and kept, and a partition filter limits the scope.
-Every test stays inside its own database: the HMS is shared by the whole session."""
+partition changed between plan and write is reported and kept, a partition filter limits the scope, and
+several connections writing at once leave the same metastore as one. Every test stays inside its own
+database: the HMS is shared by the whole session."""
 
 from __future__ import annotations
 
@@ -179,3 +180,35 @@ def test_cli_relocates_over_thrift(hive_metastore, lake, tmp_path, capsys) -> No
     assert f"{db}.events" in out
     assert cli.main([*common, "--undo", run_id]) == 0
     assert dump(hive_metastore, db) == before
+
+
+def test_several_connections_move_the_same_locations_and_undo_exactly(hive_metastore, lake, journal_url,
+                                                                     monkeypatch) -> None:
+    """connections=1 and connections=4 (chunks of 5 partitions: 12 of them, written 4 at once over their own
+    connections) leave the same metastore, and each undo restores the one before."""
+    from hmsclient import hmsclient
+
+    old, new, db = lake
+    before = dump(hive_metastore, db)
+    alter = hmsclient.HMSClient.alter_partitions_with_environment_context
+    writers: set[int] = set()
+
+    def recorded(self, *args):
+        writers.add(id(self))
+        return alter(self, *args)
+    monkeypatch.setattr(hmsclient.HMSClient, "alter_partitions_with_environment_context", recorded)
+    results = []
+    for connections in (1, 4):
+        writers.clear()
+        catalog = thrift_catalog(hive_metastore, journal_url, batch_size=5, connections=connections)
+        report = catalog.relocate(RelocationRequest(old, new, Scope(db)))
+        results.append((dump(hive_metastore, db), {k: c.__dict__ for k, c in report.counts.items()},
+                        report.tables_touched, len(writers)))
+        undone = catalog.undo(report.run_id)
+        assert undone.conflicted == 0 and dump(hive_metastore, db) == before
+        catalog.close()
+    (serial, serial_counts, serial_tables, one), (parallel, counts, tables, several) = results
+    assert parallel == serial and counts == serial_counts and tables == serial_tables
+    assert serial_counts[ObjectKind.PARTITION]["rewritten"] == PARTITIONS
+    assert all(serial[key][0].startswith(new) for key in serial if key.startswith("events/"))
+    assert one == 1 and several > 1

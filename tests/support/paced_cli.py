@@ -10,6 +10,7 @@ partitions. Exits with hivecat's exit code; the last stderr line is `partitions-
 from __future__ import annotations
 
 import sys
+import threading
 import time
 
 import boto3
@@ -18,12 +19,14 @@ from hmsclient import hmsclient
 from hivecat import cli
 
 written = 0
+_counting = threading.Lock()  # Thrift writes chunks from several threads
 
 
 def _paced(count: int, pace: float) -> None:
     global written
     time.sleep(pace)
-    written += count
+    with _counting:
+        written += count
 
 
 def main(argv: list[str]) -> int:

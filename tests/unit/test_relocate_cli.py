@@ -9,6 +9,8 @@ import pytest
 from hivecat import cli
 from hivecat.catalog.model import KindCounts, ObjectKind, RelocationReport
 from hivecat.catalog.targets import GlueTarget, InvalidTarget, SqlTarget, ThriftTarget, target_from_url
+from hivecat.catalog.connect import CatalogUnavailable
+from hivecat.commands import relocate as relocate_command
 from hivecat.commands.relocate import format_report, journal_url
 
 
@@ -77,6 +79,35 @@ def test_glue_only_options_are_refused_for_thrift(option: list[str], capsys: pyt
     argv = ["relocate", "--catalog", "thrift://metastore:9083", "--from", "s3://a/x", "--to", "s3://b/x", *option]
     assert cli.main(argv) == 2
     assert "glue:// catalogs only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("catalog,connections,message", [
+    ("thrift://metastore:9083", "0",
+     "--connections: a Thrift relocation writes through 1 to 32 metastore connections, not 0"),
+    ("thrift://metastore:9083", "33", "1 to 32 metastore connections, not 33"),
+    ("glue://eu-west-1", "2", "--connections applies to thrift:// catalogs only"),
+    ("mysql://hive@db/hms", "2", "--connections applies to thrift:// catalogs only"),
+])
+def test_bad_connections_exit_2_before_connecting(catalog: str, connections: str, message: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["relocate", "--catalog", catalog, "--from", "s3://a/x", "--to", "s3://b/x", "--connections", connections]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("extra,connections", [([], 4), (["--connections", "12"], 12)])
+def test_connections_reach_the_thrift_target(extra: list[str], connections: int,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    opened = []
+
+    def open_catalog(target, **kwargs):
+        opened.append(target)
+        raise CatalogUnavailable("MetastoreUnreachable", "not in a unit test")
+    monkeypatch.setattr(relocate_command, "open_catalog", open_catalog)
+    argv = ["relocate", "--catalog", "thrift://metastore:9083", "--from", "s3://a/x", "--to", "s3://b/x", *extra]
+    assert cli.main(argv) == 2
+    assert opened == [ThriftTarget("metastore", 9083, connections)]
 
 
 def test_journal_password_comes_from_env(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -129,7 +129,7 @@ def _open_thrift(target: ThriftTarget, journal: JournalSettings) -> Catalog:
     level = socket_log.level
     socket_log.setLevel(logging.CRITICAL)  # it logs each failed attempt; the one error below says it all
     try:
-        return ThriftCatalog(target.name, journal_url=journal.url)
+        return ThriftCatalog(target.name, journal_url=journal.url, connections=target.connections)
     except (TTransportException, OSError) as exc:
         raise CatalogUnavailable("MetastoreUnreachable", f"cannot connect to the metastore at {target.name}: "
                                                          f"{first_line(exc)}") from None

@@ -27,6 +27,7 @@ from sqlalchemy.dialects import mysql
 from hivecat.catalog.model import (
     ObjectKind, Refusal, RelocationRefused, RelocationReport, RelocationRequest, JournaledRun,
 )
+from hivecat.locations.prefix import rebase
 
 # Entry states: planned -> applied | conflicted | failed; applied -> undone | undo-conflicted | undo-failed.
 # failed / undo-failed (API backends only): the service refused the write for another reason than a concurrent change.
@@ -64,12 +65,19 @@ def journal_tables(schema: str | None) -> tuple[sa.MetaData, sa.Table, sa.Table]
         sa.Column("tbl_id", sa.BigInteger),                   # owning table, for "tables touched"
         sa.Column("chunk", sa.BigInteger, nullable=False),
         sa.Column("old_value", VALUE, nullable=False),
-        sa.Column("new_value", VALUE, nullable=False),
+        # API backends store it; the SQL backend recomputes it from old_value and the run's prefixes (half the
+        # bytes a plan writes). Journals before that stored it for every entry, and are read as they are.
+        sa.Column("new_value", VALUE),
         sa.Column("state", sa.String(16), nullable=False),
         sa.Column("object", sa.Text),                         # API backends: the object's identity as JSON
-        sa.Index("hivecat_entries_chunk", "run_id", "chunk", "state"),
+        # Only API journals get an index on (run_id, chunk, state) (CHUNK_INDEX): their driver reads entries by
+        # chunk. A SQL run finds its entries by the primary key's prefix, and the index cost a third of a
+        # 1M-row plan.
     )
     return metadata, runs, entries
+
+
+CHUNK_INDEX = "hivecat_entries_chunk"
 
 
 def lock_table(metadata: sa.MetaData) -> sa.Table:
@@ -124,20 +132,45 @@ class Journal:
         self.locks = lock_table(sa.MetaData(schema=schema))  # API backends only: SQL locks server-side
 
     def ensure(self, *, locks: bool = False) -> None:
-        """Create the journal's schema and tables when missing, and columns added since (idempotent)."""
+        """Create the journal's schema and tables when missing, and bring a journal of an earlier layout to
+        this one in place (idempotent): every earlier run stays resumable and undoable."""
         with self.engine.begin() as conn:
             if self.schema and self.schema not in sa.inspect(conn).get_schema_names():
                 conn.execute(sa.schema.CreateSchema(self.schema))
             self.metadata.create_all(conn)
-            if locks:
+            if locks:  # an API journal
                 self.locks.metadata.create_all(conn)
-            have = {c["name"].lower() for c in sa.inspect(conn).get_columns(self.entries.name, schema=self.schema)}
-            for column in self.entries.columns:
-                if column.name not in have and column.nullable:
-                    table = self.engine.dialect.identifier_preparer.format_table(self.entries)
-                    kind = column.type.compile(dialect=self.engine.dialect)
-                    name = self.engine.dialect.identifier_preparer.quote(column.name)
-                    conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {name} {kind}"))
+            self._migrate(conn, api=locks)
+
+    def _migrate(self, conn: sa.Connection, *, api: bool) -> None:
+        """Earlier layouts: without `object` (before API backends); new_value NOT NULL and CHUNK_INDEX in every
+        journal (before the SQL backend stopped storing new values). The index stays where API runs are
+        journaled (their lock table is there), and is created there when missing."""
+        inspector = sa.inspect(conn)
+        quote, dialect = self.engine.dialect.identifier_preparer, self.engine.dialect.name
+        table = quote.format_table(self.entries)
+        columns = {c["name"].lower(): c for c in inspector.get_columns(self.entries.name, schema=self.schema)}
+        for column in self.entries.columns:
+            if column.name not in columns and column.nullable:
+                kind = column.type.compile(dialect=self.engine.dialect)
+                conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {quote.quote(column.name)} {kind}"))
+        indexed = CHUNK_INDEX in {i["name"] for i in inspector.get_indexes(self.entries.name, schema=self.schema)}
+        api_runs_here = api or self.locks.name in inspector.get_table_names(schema=self.schema)
+        if api_runs_here and not indexed:
+            e = self.entries
+            sa.Index(CHUNK_INDEX, e.c.run_id, e.c.chunk, e.c.state).create(conn)
+        elif indexed and not api_runs_here:
+            on = f" ON {table}" if dialect in ("mysql", "mariadb") else ""
+            name = quote.quote(CHUNK_INDEX) if dialect in ("mysql", "mariadb") or not self.schema \
+                else f"{quote.quote_schema(self.schema)}.{quote.quote(CHUNK_INDEX)}"
+            conn.execute(sa.text(f"DROP INDEX {name}{on}"))
+        # SQLite journals hold API entries only, which always store new_value (SQLite cannot relax a column).
+        if not columns["new_value"]["nullable"] and dialect != "sqlite":
+            if dialect == "postgresql":
+                conn.execute(sa.text(f"ALTER TABLE {table} ALTER COLUMN new_value DROP NOT NULL"))
+            else:
+                conn.execute(sa.text(f"ALTER TABLE {table} MODIFY new_value {VALUE.compile(dialect=self.engine.dialect)}"
+                                     " NULL"))
 
     def check_writable(self) -> None:
         """Statements of every kind a run sends, matching no row, in a transaction rolled back: a user who
@@ -231,10 +264,13 @@ class Journal:
         report.sample = self.sample(conn, run_id, report.SAMPLE_SIZE)
 
     def sample(self, conn: sa.Connection, run_id: str, limit: int = 10) -> list[tuple[str, str]]:
+        """(old, new) of a few entries; a new value not stored is the run's rebase of the old one."""
+        run = self.run(conn, run_id)
         rows = conn.execute(sa.select(self.entries.c.old_value, self.entries.c.new_value)
                             .where(self.entries.c.run_id == run_id)
                             .order_by(self.entries.c.kind, self.entries.c.key1, self.entries.c.key2).limit(limit))
-        return [(r[0], r[1]) for r in rows]
+        return [(old, new if new is not None else rebase(old, run.old_prefix, run.new_prefix) or old)
+                for old, new in rows]
 
     # --- API backends (Glue, Thrift): entries keyed by ordinal, with the object's identity --------
 

@@ -18,6 +18,8 @@ SQL_SCHEMES: dict[str, SqlDialect] = {"mysql": "mysql", "mariadb": "mysql", "pos
                                       "postgres": "postgresql"}
 # The SQLAlchemy driver hivecat uses for each dialect.
 SQL_DRIVERS: dict[SqlDialect, str] = {"mysql": "mysql+pymysql", "postgresql": "postgresql+psycopg"}
+# Metastore connections a Thrift relocation writes chunks through at once.
+DEFAULT_THRIFT_CONNECTIONS, MAX_THRIFT_CONNECTIONS = 4, 32
 _REGION = re.compile(r"[a-z]{2,}(-[a-z0-9]+)+")
 _CATALOG_ID = re.compile(r"[0-9]{12}")
 
@@ -75,6 +77,12 @@ class ThriftTarget:
 
     host: str
     port: int = DEFAULT_PORTS["thrift"]
+    connections: int = DEFAULT_THRIFT_CONNECTIONS  # relocation chunks written at once, one connection each
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.connections <= MAX_THRIFT_CONNECTIONS:
+            raise InvalidTarget(f"a Thrift relocation writes through 1 to {MAX_THRIFT_CONNECTIONS} metastore "
+                                f"connections, not {self.connections}")
 
     @property
     def name(self) -> str:

@@ -18,7 +18,8 @@ from hivecat.catalog.model import (
     DEFAULT_PARAM_KEYS, Refusal, RelocationRefused, RelocationReport, RelocationRequest, Scope,
 )
 from hivecat.catalog.targets import (
-    SQL_DRIVERS, SQL_SCHEMES, CatalogTarget, GlueTarget, InvalidTarget, SqlTarget, target_from_url,
+    DEFAULT_THRIFT_CONNECTIONS, MAX_THRIFT_CONNECTIONS, SQL_DRIVERS, SQL_SCHEMES, CatalogTarget, GlueTarget,
+    InvalidTarget, SqlTarget, ThriftTarget, target_from_url,
 )
 from hivecat.locations.partition_filter import FilterError, check_filter_syntax
 
@@ -63,6 +64,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chunk-size", type=int, metavar="N",
                    help="SQL: commit every N rows per kind (resumable); default: one transaction. Glue/Thrift: "
                         "partitions re-read and written per batch (default: 100 for Glue, 500 for Thrift)")
+    p.add_argument("--connections", type=int, metavar="N",
+                   help=f"Thrift: write N chunks at once, each through a metastore connection of its own "
+                        f"(1..{MAX_THRIFT_CONNECTIONS}, default {DEFAULT_THRIFT_CONNECTIONS})")
     p.add_argument("--undo", metavar="RUN_ID", help="restore what run RUN_ID changed")
     p.add_argument("--history", action="store_true", help="list this catalog's runs")
     p.add_argument("--journal-schema", default="hivecat",
@@ -127,7 +131,19 @@ def catalog_target(args: argparse.Namespace) -> CatalogTarget:
     if isinstance(target, SqlTarget) and args.journal_url:
         raise UsageError("--journal-url applies to glue:// and thrift:// catalogs; a database catalog keeps its "
                          "journal beside the metastore (--journal-schema)")
-    return target
+    return _with_connections(target, args.connections)
+
+
+def _with_connections(target: CatalogTarget, connections: int | None) -> CatalogTarget:
+    """--connections on a Thrift target (None: its default)."""
+    if connections is None:
+        return target
+    if not isinstance(target, ThriftTarget):
+        raise UsageError("--connections applies to thrift:// catalogs only")
+    try:
+        return dataclasses.replace(target, connections=connections)
+    except InvalidTarget as exc:
+        raise UsageError(f"--connections: {exc}") from None
 
 
 def _request(args: argparse.Namespace) -> RelocationRequest:

@@ -30,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--insert-into", metavar="TABLE", help="the output table, db.table")
     p.add_argument("--cluster", help="check this cluster only, instead of choosing one")
     p.add_argument("--output", choices=("text", "json"), default="text")
-    p.set_defaults(journal_schema="hivecat", journal_url=None)  # routing reads; it never journals
+    p.set_defaults(journal_schema="hivecat", journal_url=None, connections=None)  # routing reads; it never journals
 
 
 def _clusters(path: Path) -> dict[str, ClusterEntry]:

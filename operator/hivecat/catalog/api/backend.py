@@ -24,6 +24,7 @@ class ApiBackend(Protocol):
     name: str                                   # the catalog's name in journals and locks
     places: dict[str, tuple[Place, ...]]        # object type -> where it keeps locations
     batch_size: int                             # partitions per write call
+    parallelism: int                            # chunks the driver may write at once (from several threads)
 
     # reads; a missing object is None
     def get_databases(self) -> Iterator[Any]: ...

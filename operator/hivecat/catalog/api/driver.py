@@ -5,7 +5,8 @@ identity, slot, old, new; grouped into chunks, one write call each) -> apply chu
 chunk's objects right before writing, write only values that still hold the planned old value (others are
 `conflicted`: reported, never clobbered), record the outcome in the journal. The backend's own checks
 (Glue's table VersionId) catch changes that land between that re-read and the write; for everything else a
-small window remains, documented in docs/relocate-consistency.md.
+small window remains, documented in docs/relocate-consistency.md. Up to `backend.parallelism` chunks are
+written at once (Thrift: one metastore connection each); the journal is written by the calling thread only.
 
 A run that crashed resumes when the same request is rerun (a different request is refused while it is
 unfinished). Undo writes back old values only where the object still holds what the run wrote. One run per
@@ -23,6 +24,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from hivecat.catalog.api.backend import ApiBackend, WriteRejected
+from hivecat.catalog.api.bounded import run_bounded
 from hivecat.catalog.api.params import ApiParams
 from hivecat.catalog.api.objects import (
     DATABASE, FUNCTION, PARTITION, TABLE, ObjectRef, Slot, read_slots, with_slots,
@@ -63,6 +65,14 @@ def refusal_reason(info: TableInfo, force_acid: bool) -> str | None:
     return None
 
 
+
+
+@dataclass
+class _ChunkOutcome:
+    """What writing one chunk found: key1 -> new state, and why values were left (for the report)."""
+
+    states: dict[int, str]
+    errors: list[str]
 
 
 @dataclass
@@ -260,19 +270,34 @@ class ApiCatalog(ApiParams, JournaledRelocation):
 
     def _apply(self, run_id: str, report: RelocationReport, *, undo: bool,
                progress: ChunkProgress | None = None) -> None:
+        """Write the run's pending chunks, up to backend.parallelism of them at once.
+
+        Workers only re-read, compare and write (`_swap`); the journal is read and written here, on the
+        calling thread, as each chunk ends. A worker's error stops new chunks; those still running end and
+        are recorded before it is raised, and whatever was written but not recorded, a rerun finds done.
+        """
         # Undo also looks at planned entries: a crash between a write and its journal update leaves them so.
         states = (APPLIED, UNDO_FAILED, PLANNED) if undo else (PLANNED,)
         with self.engine.connect() as conn:
             chunks = self.journal.pending_chunks(conn, run_id, states)
-        for done, chunk in enumerate(chunks, 1):
+        recorded = 0
+
+        def entries(chunk: int) -> list[sa.Row]:
             with self.engine.connect() as conn:
-                rows = self.journal.chunk_entries(conn, run_id, chunk, states)
-            outcome = self._swap(rows, report, undo=undo)
+                return self.journal.chunk_entries(conn, run_id, chunk, states)
+
+        def record(outcome: _ChunkOutcome) -> None:
+            nonlocal recorded
             with self.engine.begin() as conn:
-                self.journal.set_states(conn, run_id, outcome)
+                self.journal.set_states(conn, run_id, outcome.states)
+            for error in outcome.errors:
+                report.add_error(error)
             self.journal.renew_lock(self.name, LOCK_TTL_SECONDS)
+            recorded += 1
             if progress:
-                progress(done, len(chunks))
+                progress(recorded, len(chunks))
+
+        run_bounded(chunks, entries, lambda rows: self._swap(rows, undo=undo), record, self.backend.parallelism)
 
     def _reread(self, refs: list[ObjectRef]) -> dict[ObjectRef, Any]:
         """The chunk's objects as they are now (absent: gone)."""
@@ -284,10 +309,11 @@ class ApiCatalog(ApiParams, JournaledRelocation):
                 FUNCTION: lambda r: self.backend.get_function(r.database, r.name)}
         return {r: raw for r in refs if (raw := read[r.type](r)) is not None}
 
-    def _swap(self, rows: Sequence[sa.Row], report: RelocationReport, *, undo: bool) -> dict[int, str]:
+    def _swap(self, rows: Sequence[sa.Row], *, undo: bool) -> _ChunkOutcome:
         """Write one chunk: each entry's value moves only where the object still holds the expected one.
 
-        Forward expects old and writes new; undo expects new and writes old. Returns key1 -> new state.
+        Forward expects old and writes new; undo expects new and writes old. Runs on a worker thread: it
+        touches neither the journal nor the report, it returns what they need.
         """
         done, conflict, failed = (UNDONE, UNDO_CONFLICTED, UNDO_FAILED) if undo else (APPLIED, CONFLICTED, ENTRY_FAILED)
         by_ref: dict[ObjectRef, list[sa.Row]] = {}
@@ -295,6 +321,7 @@ class ApiCatalog(ApiParams, JournaledRelocation):
             by_ref.setdefault(ObjectRef.from_json(row.object), []).append(row)
         current = self._reread(list(by_ref))
         states: dict[int, str] = {}
+        errors: list[str] = []
         writes: list[tuple[ObjectRef, Any, Any, list[int]]] = []
         for ref, entries in by_ref.items():
             raw = current.get(ref)
@@ -313,18 +340,17 @@ class ApiCatalog(ApiParams, JournaledRelocation):
                     states[row.key1] = done  # an earlier attempt of this run wrote it
                 else:
                     states[row.key1] = conflict
-                    report.add_error(f"{ref.to_json()} {row.kind} {row.key2}: changed meanwhile "
-                                     f"(expected {expect!r}, found {value!r})")
+                    errors.append(f"{ref.to_json()} {row.kind} {row.key2}: changed meanwhile "
+                                  f"(expected {expect!r}, found {value!r})")
             if changes:
                 writes.append((ref, with_slots(self.backend.places[ref.type], raw, changes), raw, pending))
         rejected = self._write(writes)
-        for ref, rejection in rejected.items():
-            report.add_error(f"{ref.to_json()}: {rejection}")
+        errors += [f"{ref.to_json()}: {rejection}" for ref, rejection in rejected.items()]
         for ref, _, _, pending in writes:
             rejection = rejected.get(ref)
             state = done if rejection is None else conflict if rejection.conflict else failed
             states.update({key1: state for key1 in pending})
-        return states
+        return _ChunkOutcome(states, errors)
 
     def _write(self, writes: list[tuple[ObjectRef, Any, Any, list[int]]]) -> dict[ObjectRef, WriteRejected]:
         rejected: dict[ObjectRef, WriteRejected] = {}

@@ -83,6 +83,7 @@ def _rejection(exc: ClientError) -> WriteRejected:
 
 class GlueBackend:
     places = PLACES
+    parallelism = 1  # one chunk at a time: parallel chunk writes are made and measured for Thrift only
 
     def __init__(self, client: Any, name: str, *, catalog_id: str | None = None, segments: int = 1,
                  batch_size: int = MAX_BATCH_UPDATE, functions: bool = True):

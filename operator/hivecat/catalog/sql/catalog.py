@@ -23,12 +23,12 @@ from hivecat.catalog.sql.locks import run_lock
 from hivecat.catalog.sql.params import SqlParams
 from hivecat.catalog.sql.refusals import SqlRefusals
 from hivecat.catalog.sql.relocation import (
-    RelocationPlan, count_in_scope, one_target_per_kind, rewrite_matching, rewrite_planned, sample_in_scope, swap,
+    Moves, RelocationPlan, count_in_scope, one_target_per_kind, rewrite_matching, rewrite_planned, sample_in_scope, swap,
     tables_in_scope, unrestricted, write_plan,
 )
 from hivecat.catalog.sql.schema import HmsSchema, detect_schema
 from hivecat.catalog.sql.targets import Target, build_targets
-from hivecat.locations.prefix import LocationPrefix
+from hivecat.locations.prefix import LocationPrefix, parse_prefix
 
 
 JOURNAL_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")  # pasted into DDL: never anything that needs quoting
@@ -159,9 +159,11 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
 
     def _undo_run(self, run_id: str, report: RelocationReport) -> None:
         with self.engine.begin() as conn:  # all or nothing
+            run = self.journal.run(conn, run_id)
+            moves = Moves(parse_prefix(run.old_prefix), parse_prefix(run.new_prefix))
             self.journal.set_status(conn, run_id, UNDOING)
             for target in one_target_per_kind(self.targets).values():
-                swap(conn, self.journal, target, run_id, None, undo=True)
+                swap(conn, self.journal, target, run_id, None, moves, undo=True)
         self._finish_report(report, run_id, UNDONE, UNDO_CONFLICTED)
 
     # --- run modes -------------------------------------------------------------------------------
@@ -202,7 +204,7 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
             with self._transaction() as conn:  # plan and apply in one transaction: all or nothing
                 run_id, _ = self._plan(conn, request, plan)
                 for target in by_kind.values():
-                    swap(conn, self.journal, target, run_id, None)
+                    swap(conn, self.journal, target, run_id, None, plan)
             return run_id, None
         else:
             with self._transaction() as conn:
@@ -211,7 +213,7 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
             chunks = self.journal.chunks(conn, run_id, PLANNED)
         for done, (kind, chunk) in enumerate(chunks, 1):
             with self.engine.begin() as conn:  # each chunk commits with its journal entries
-                swap(conn, self.journal, by_kind[ObjectKind(kind)], run_id, chunk)
+                swap(conn, self.journal, by_kind[ObjectKind(kind)], run_id, chunk, plan)
             if progress:
                 progress(done, len(chunks))
         return run_id, None

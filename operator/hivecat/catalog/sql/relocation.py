@@ -8,10 +8,11 @@ the planned old value (compare-and-set), marking the journal entry applied in th
 `planned` and are then marked `conflicted`: reported, never clobbered.
 Without a chunk size the plan and every apply share one transaction: all or nothing. With one, each
 chunk commits on its own and a crashed run resumes from its planned chunks.
-MySQL/MariaDB without a chunk size take a faster path (rewrite_planned): at REPEATABLE READ the plan's
-INSERT ... SELECT holds shared locks on the rows it read until commit, so single-table UPDATEs of the
-planned keys replace the join, entries are journaled as applied up front, and any count that differs
-from the plan rolls the run back.
+MySQL/MariaDB without a chunk size take a faster path: at REPEATABLE READ the plan's INSERT ... SELECT
+holds shared locks on the rows it read until commit, so single-table UPDATEs replace the join — of every
+row under the old prefix when the plan is unrestricted (rewrite_matching), else of the planned keys
+(rewrite_planned) — entries are journaled as applied up front, and any count that differs from the plan
+rolls the run back.
 Undo is the same statement with old and new swapped.
 """
 
@@ -69,20 +70,34 @@ def _scoped(plan: RelocationPlan, target: Target, s: HmsSchema, *, keys_selected
             .subquery())
 
 
-def _spellings(plan: RelocationPlan) -> list[tuple[str, str | None]]:
+def _spellings(old: LocationPrefix, new: LocationPrefix) -> list[tuple[str, str | None]]:
     """(each spelling of the old prefix, what rebase makes of it): how a matched value changes."""
-    spellings = ["".join(piece.text for piece in pattern) for pattern in plan.old.patterns()]
-    return [(spelling, rebase(spelling, plan.old, plan.new)) for spelling in spellings]
+    spellings = ["".join(piece.text for piece in pattern) for pattern in old.patterns()]
+    return [(spelling, rebase(spelling, old, new)) for spelling in spellings]
 
 
-def _rewritten(value: sa.ColumnElement[str], plan: RelocationPlan) -> sa.ColumnElement[str]:
+def _rewritten(value: sa.ColumnElement[str], plan: RelocationPlan | Moves) -> sa.ColumnElement[str]:
     """The new value of a row already known to match the old prefix: with one spelling, a plain
     CONCAT (no second evaluation of the match, as sql_rewrite's CASE does)."""
-    spellings = _spellings(plan)
+    spellings = _spellings(plan.old, plan.new)
     if len(spellings) == 1 and spellings[0][1] is not None:
         spelling, replacement = spellings[0]
         return sa.func.concat(sa.literal(replacement), sa.func.substring(value, len(spelling) + 1))
     return sql_rewrite(value, plan.old, plan.new)
+
+
+@dataclass(frozen=True)
+class Moves:
+    """A journaled run's prefixes: all that is needed to recompute its entries' new values."""
+
+    old: LocationPrefix
+    new: LocationPrefix
+
+
+def new_value(e: sa.Table, moves: RelocationPlan | Moves) -> sa.ColumnElement[str]:
+    """An entry's new value: recomputed from its old one (the journal stores it no more), or as stored by
+    journals written before that."""
+    return sa.func.coalesce(e.c.new_value, _rewritten(e.c.old_value, moves))
 
 
 def can_grow(plan: RelocationPlan, cap: Capacity) -> bool:
@@ -90,7 +105,7 @@ def can_grow(plan: RelocationPlan, cap: Capacity) -> bool:
     spelling of the old one cannot)."""
     def size(text: str) -> int:
         return len(text.encode()) if cap.unit == "bytes" else len(text)
-    return any(new is None or size(new) > size(old) for old, new in _spellings(plan))
+    return any(new is None or size(new) > size(old) for old, new in _spellings(plan.old, plan.new))
 
 
 def _chunk_of(key: sa.ColumnElement, chunk_size: int | None) -> sa.ColumnElement:
@@ -179,10 +194,11 @@ def write_plan(conn: sa.Connection, s: HmsSchema, journal: Journal, run_id: str,
             continue  # nothing to plan (a plain read: a row written from now on is the next run's)
         rows = sa.select(
             sa.literal(run_id), sa.literal(target.kind.value), sub.c.key1, sub.c.key2, sub.c.tbl_id,
-            _chunk_of(sub.c.key1, plan.chunk_size), sub.c.value, _rewritten(sub.c.value, plan), sa.literal(state),
+            _chunk_of(sub.c.key1, plan.chunk_size), sub.c.value, sa.literal(state),
         )
+        # Only what undo needs: the old value (the new one is recomputed, see new_value).
         result = conn.execute(e.insert().from_select(
-            ["run_id", "kind", "key1", "key2", "tbl_id", "chunk", "old_value", "new_value", "state"], rows))
+            ["run_id", "kind", "key1", "key2", "tbl_id", "chunk", "old_value", "state"], rows))
         written[target.kind] = written.get(target.kind, 0) + result.rowcount
     return written
 
@@ -223,7 +239,7 @@ def too_long_planned(conn: sa.Connection, journal: Journal, plan: RelocationPlan
         # MySQL's byte-counted TEXT columns are checked even when nothing grows: the check measures UTF-8.
         if cap is None or len(found) >= limit or (cap.unit == "characters" and not can_grow(plan, cap)):
             continue
-        new_length = cap.length(e.c.new_value)
+        new_length = cap.length(_rewritten(e.c.old_value, plan))
         rows = conn.execute(sa.select(e.c.key1, e.c.tbl_id, e.c.old_value, new_length)
                             .where(e.c.run_id == run_id, e.c.kind == target.kind.value, new_length > cap.limit)
                             .order_by(e.c.key1, e.c.key2).limit(limit - len(found)))
@@ -295,8 +311,8 @@ def one_target_per_kind(targets: list[Target]) -> dict[ObjectKind, Target]:
     return {t.kind: t for t in targets}
 
 
-def swap(conn: sa.Connection, journal: Journal, target: Target, run_id: str, chunk: int | None, *,
-         undo: bool = False) -> None:
+def swap(conn: sa.Connection, journal: Journal, target: Target, run_id: str, chunk: int | None,
+         moves: RelocationPlan | Moves, *, undo: bool = False) -> None:
     """Move journal values into the base table where it still holds the expected value.
 
     Forward: expects old_value, writes new_value, planned -> applied (leftovers: conflicted).
@@ -305,7 +321,7 @@ def swap(conn: sa.Connection, journal: Journal, target: Target, run_id: str, chu
     covers a row that grew between that check and the plan): it stays behind as a leftover.
     """
     e, b = journal.entries, target.base
-    expect, write = (e.c.new_value, e.c.old_value) if undo else (e.c.old_value, e.c.new_value)
+    expect, write = (new_value(e, moves), e.c.old_value) if undo else (e.c.old_value, new_value(e, moves))
     from_state, to_state, leftover = (APPLIED, UNDONE, UNDO_CONFLICTED) if undo else (PLANNED, APPLIED, CONFLICTED)
     current = b.c[target.value]
     selected = [e.c.run_id == run_id, e.c.kind == target.kind.value, e.c.state == from_state,

@@ -26,6 +26,7 @@ from hivecat.catalog.api.objects import (
 )
 from hivecat.catalog.model import DatabaseInfo, ObjectKind, PartitionInfo, TableInfo
 from hivecat.catalog.partition_names import partition_name
+from hivecat.catalog.thrift.clients import ClientPool
 from hivecat.locations.partition_filter import Expr
 
 DEFAULT_BATCH = 500
@@ -57,14 +58,20 @@ def _rejection(exc: Exception) -> WriteRejected:
 
 
 class ThriftBackend:
+    """`client`: an hmsclient client, which serves one thread; or, for `parallelism` > 1 (the driver then
+    writes that many chunks at once, each on a thread of its own), a ClientPool."""
+
     places = PLACES
 
-    def __init__(self, client: Any, name: str, batch_size: int = DEFAULT_BATCH):
+    def __init__(self, client: Any, name: str, batch_size: int = DEFAULT_BATCH, parallelism: int = 1):
         if batch_size < 1:
             raise ValueError("batch size must be at least 1")
+        if parallelism > 1 and not isinstance(client, ClientPool):
+            raise ValueError("writing chunks in parallel needs a ClientPool: one hmsclient client serves one thread")
         self.client = client
         self.name = name
         self.batch_size = batch_size
+        self.parallelism = parallelism
 
     # --- reads ---------------------------------------------------------------------------------------
 
