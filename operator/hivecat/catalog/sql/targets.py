@@ -70,18 +70,27 @@ def _table_owner(s: HmsSchema, scope: ScopeFilter, frm: sa.FromClause, sd_id: sa
     if scope.partition_predicate is not None:
         return None  # a partition filter touches partitions only
     t, d = s["TBLS"].alias("t"), s["DBS"].alias("d")
-    frm = frm.join(t, t.c.SD_ID == sd_id).join(d, d.c.DB_ID == t.c.DB_ID)
-    return frm, _table_scope(s, scope, t, d), t.c.TBL_ID
+    frm = frm.join(t, t.c.SD_ID == sd_id)
+    conds = _table_scope(s, scope, t, d)
+    if conds:
+        frm = frm.join(d, d.c.DB_ID == t.c.DB_ID)
+    else:
+        conds.append(t.c.DB_ID.is_not(None))  # what the join to DBS (a foreign key) kept out
+    return frm, conds, t.c.TBL_ID
 
 
 def _partition_owner(s: HmsSchema, scope: ScopeFilter, frm: sa.FromClause, sd_id: sa.ColumnElement) -> Owned:
     """Rows whose storage descriptor is a partition's."""
     p, t, d = s["PARTITIONS"].alias("p"), s["TBLS"].alias("t"), s["DBS"].alias("d")
-    frm = frm.join(p, p.c.SD_ID == sd_id).join(t, t.c.TBL_ID == p.c.TBL_ID).join(d, d.c.DB_ID == t.c.DB_ID)
+    frm = frm.join(p, p.c.SD_ID == sd_id)
     conds = _table_scope(s, scope, t, d)
+    if conds:
+        frm = frm.join(t, t.c.TBL_ID == p.c.TBL_ID).join(d, d.c.DB_ID == t.c.DB_ID)
+    else:  # the owner is p.TBL_ID (a foreign key): joining TBLS and DBS only cost time (a third of a 1M plan)
+        conds.append(p.c.TBL_ID.is_not(None))
     if scope.partition_predicate is not None:
         conds.append(scope.partition_predicate(p))
-    return frm, conds, t.c.TBL_ID
+    return frm, conds, p.c.TBL_ID
 
 
 def _sd_owned(kind: ObjectKind, base: str, key1: str, key2: str | None, value: str, owner,
