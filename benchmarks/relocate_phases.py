@@ -1,0 +1,121 @@
+"""Where a one-transaction MariaDB relocation spends its time, phase by phase, beside the bare UPDATE.
+
+One table with N partitions is built as benchmarks/relocate.py builds it (a real HMS 2.3 schema). Each phase of
+hivecat's run is then timed on its own, in a transaction rolled back afterwards, so every phase sees the same
+rows: the parameter tables' checks (params), the plan's SELECT alone (plan), the plan journaled with
+INSERT ... SELECT (journal: that SELECT plus the writes), the capacity check of the planned values
+(too_long), the column-wide UPDATE of SDS (apply) and the bare UPDATE of SDS (floor). Last, a whole
+relocate() commits; `commit_and_rest_s` is what it took beyond the phases.
+
+    python benchmarks/relocate_phases.py             # 1,000,000 partitions
+    python benchmarks/relocate_phases.py --small     # 2,000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from hivecat.catalog.model import ObjectKind, RelocationRequest
+from hivecat.catalog.sql import relocation
+from hivecat.catalog.sql.catalog import SqlCatalog
+from hivecat.local.scratch_db import create_database
+from hivecat.locations.prefix import parse_prefix
+from relocate import SERVER_URL, Scratch, log
+from relocate_support import hms_rows
+from relocate_support.contenders import floor_update
+from relocate_support.hms_rows import NEW_ROOT, OLD_ROOT
+
+
+def build(scratch: Scratch, partitions: int, workdir: Path) -> str:
+    schema, name = scratch.name("hms"), scratch.name("table")
+    create_database(SERVER_URL, schema)
+    server = hms_rows.metastore_server(SERVER_URL, schema, workdir / "hms")
+    server.start()
+    try:
+        hms_rows.create_table_through_thrift(server)
+    finally:
+        server.stop()
+    hms_rows.copy_database(SERVER_URL, schema, name)
+    hms_rows.fill_partitions(hms_rows.database_url(SERVER_URL, name), partitions)
+    hms_rows.verify_built(hms_rows.database_url(SERVER_URL, name), partitions)
+    return name
+
+
+def timed(action) -> float:
+    began = time.monotonic()
+    action()
+    return time.monotonic() - began
+
+
+def phases(catalog: SqlCatalog, partitions: int) -> dict[str, float]:
+    request = RelocationRequest(OLD_ROOT, NEW_ROOT)
+    with catalog.engine.connect() as conn:
+        plan, _ = catalog._prepare(conn, request, parse_prefix(OLD_ROOT), parse_prefix(NEW_ROOT))
+    by_kind = relocation.one_target_per_kind(catalog.targets)
+    part = by_kind[ObjectKind.PARTITION]
+    out: dict[str, float] = {}
+    with catalog._transaction() as conn:
+        out["params_s"] = timed(lambda: [relocation.params_under(conn, t, plan) for t in catalog.targets
+                                         if t.param_keyed])
+        sub = relocation._scoped(plan, part, catalog.schema)
+        out["plan_select_s"] = timed(lambda: conn.execute(sa.select(sa.func.count()).select_from(sub)).scalar())
+        conn.rollback()
+    with catalog._transaction() as conn:
+        run_id = catalog.journal.new_run(conn, catalog.name, request)
+        out["journal_s"] = timed(lambda: relocation.write_plan(conn, catalog.schema, catalog.journal, run_id, plan,
+                                                               "applied"))
+        out["too_long_s"] = timed(lambda: relocation.too_long_planned(conn, catalog.journal, plan, run_id, 10))
+        out["apply_s"] = timed(lambda: relocation.rewrite_matching(conn, part, plan, partitions + 1))
+        conn.rollback()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--small", action="store_true", help="2,000 partitions")
+    parser.add_argument("--partitions", type=int, help="partitions in the table (default 1,000,000)")
+    args = parser.parse_args(argv)
+    partitions = args.partitions or (2000 if args.small else 1_000_000)
+    scratch, workdir = Scratch(uuid.uuid4().hex[:8]), Path(tempfile.mkdtemp(prefix="hivecat-bench-phases-"))
+    try:
+        name = build(scratch, partitions, workdir)
+        url = hms_rows.database_url(SERVER_URL, name)
+        catalog = SqlCatalog(url, journal_schema=scratch.name("journal"))
+        try:
+            catalog._ensure_journal()
+            figures = phases(catalog, partitions)
+            floor = scratch.name("floor")
+            hms_rows.copy_database(SERVER_URL, name, floor)
+            figures["floor_s"] = floor_update(SERVER_URL, floor)  # SDS and DBS, committed
+            began = time.monotonic()
+            catalog.relocate(RelocationRequest(OLD_ROOT, NEW_ROOT))
+            figures["relocate_s"] = time.monotonic() - began
+        finally:
+            catalog.close()
+        hms_rows.verify_relocated(url, partitions, "hivecat")
+    finally:
+        scratch.drop_all()
+        shutil.rmtree(workdir, ignore_errors=True)
+    figures = {key: round(value, 3) for key, value in figures.items()}
+    figures["commit_and_rest_s"] = round(figures["relocate_s"] - figures["journal_s"] - figures["too_long_s"]
+                                         - figures["apply_s"] - figures["params_s"], 3)
+    figures["partitions"] = partitions
+    figures["relocate_over_floor"] = round(figures["relocate_s"] / figures["floor_s"], 2)
+    for key in ("params_s", "plan_select_s", "journal_s", "too_long_s", "apply_s", "commit_and_rest_s",
+                "relocate_s", "floor_s"):
+        log(f"  {key:18s} {figures[key]:8.2f} s")
+    print(json.dumps(figures, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
