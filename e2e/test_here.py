@@ -37,7 +37,7 @@ from kube.identity import CHART, service_account_kubeconfig
 from kube.operator import HIVECAT, OperatorProcess
 from support.catalog_db import journal, metastore_db  # noqa: F401
 from support.hdfs import HdfsCluster, hadoop_jar_dir, hdfs_cluster  # noqa: F401
-from support.kube_resources import events, status_of, wait_for
+from support.kube_resources import aws_secret, container_env, events, secret_values, status_of, wait_for
 from support.scrape import sample, scrape
 from support.services import MotoServer, mariadb_server, moto, moto_server, scratch_mariadb  # noqa: F401
 from support.thrift_catalog import serving
@@ -79,9 +79,8 @@ def overlay(root: Path, db_url: str, metastore_port: int, hdfs: str, local_dev: 
     """The examples with this machine's addresses, as a kustomize overlay a GitOps repo would hold."""
     url = sa.make_url(db_url)
     root.mkdir()
-    (root / "s3-dr-aws.yaml").write_text(yaml.safe_dump(  # the Secret examples/clusterstorage-s3-dr.yaml needs
-        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-dr-aws"}, "type": "Opaque",
-         "stringData": {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}}))
+    # the Secret examples/clusterstorage-s3-dr.yaml needs (moto's keys)
+    (root / "s3-dr-aws.yaml").write_text(yaml.safe_dump(aws_secret("s3-dr-aws")))
 
     def patch(kind: str, name: str, body: dict) -> dict:
         return {"target": {"kind": kind, "name": name},
@@ -118,36 +117,13 @@ def install_chart(helm: Client, kubectl: Client, values: dict, path: Path) -> di
     return kubectl.json("get", "-n", RELEASE_NS, "deployment", FULLNAME)
 
 
-def container_env(kubectl: Client, namespace: str, container: dict, pod: dict) -> dict[str, str]:
-    """A container's env as the kubelet resolves it: values, the downward API, Secret keys."""
-    env = {}
-    for item in container.get("env") or ():
-        if "value" in item:
-            env[item["name"]] = item["value"]
-        elif "fieldRef" in item["valueFrom"]:
-            field = item["valueFrom"]["fieldRef"]["fieldPath"]
-            env[item["name"]] = {"metadata.namespace": pod["metadata"]["namespace"],
-                                 "metadata.name": pod["metadata"]["name"]}[field]
-        else:
-            ref = item["valueFrom"]["secretKeyRef"]
-            env[item["name"]] = secret_data(kubectl, namespace, ref["name"])[ref["key"]]
-    return env
-
-
-def secret_data(kubectl: Client, namespace: str, name: str) -> dict[str, str]:
-    import base64
-
-    data = kubectl.json("get", "-n", namespace, "secret", name)["data"]
-    return {key: base64.b64decode(value).decode() for key, value in data.items()}
-
-
 def start_operator(kubectl: Client, control_plane: ControlPlane, deployment: dict, tmp_path: Path) -> OperatorProcess:
     """The chart's operator container, started as the kubelet would start it in the pod kwok runs."""
     [pod] = [p for p in kubectl.json("get", "-n", RELEASE_NS, "pods", "-l",
                                      f"app.kubernetes.io/instance={RELEASE}")["items"]
              if not p["metadata"].get("deletionTimestamp")]
     [container] = deployment["spec"]["template"]["spec"]["containers"]
-    env = container_env(kubectl, RELEASE_NS, container, pod)
+    env = container_env(container, lambda name, key: secret_values(kubectl, RELEASE_NS, name)[key], pod)
     pod_tmp = tmp_path / "pod-tmp"  # the pod's /tmp emptyDir (HOME points there)
     pod_tmp.mkdir()
     env = {key: str(pod_tmp) if value == "/tmp" else value for key, value in env.items()}
@@ -165,13 +141,13 @@ def start_operator(kubectl: Client, control_plane: ControlPlane, deployment: dic
 def run_copy_job(kubectl: Client, job: dict, tmp_path: Path) -> str:
     """What the copy Job's pod would do: its container's command with its env, the Secret mounted as files."""
     [container] = job["spec"]["template"]["spec"]["containers"]
-    env = container_env(kubectl, NS, container, job)
+    env = container_env(container, lambda name, key: secret_values(kubectl, NS, name)[key], job)
     volumes = {v["name"]: v for v in job["spec"]["template"]["spec"]["volumes"]}
     for mount in container["volumeMounts"]:
         local = tmp_path / "copy-pod" / mount["name"]
         local.mkdir(parents=True)
         if "secret" in volumes[mount["name"]]:
-            for key, value in secret_data(kubectl, NS, volumes[mount["name"]]["secret"]["secretName"]).items():
+            for key, value in secret_values(kubectl, NS, volumes[mount["name"]]["secret"]["secretName"]).items():
                 (local / key).write_text(value)
         env = {key: str(local) if value == mount["mountPath"] else value for key, value in env.items()}
     assert CREDENTIALS_DIR_ENV in env  # the keys reach the copy as files, never as env values

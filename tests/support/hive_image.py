@@ -24,6 +24,7 @@ from typing import Any
 from hivecat.local.java import java_executable
 from hivecat.local.metastore import MARIADB_JDBC_JAR, POSTGRESQL_JDBC_JAR
 from support.hive_metastores import HMS_MAIN_CLASS, HiveRelease, release_home
+from support.kube_resources import container_env
 
 STANDIN_PORT_ENV = "HIVE_STANDIN_PORT"
 # The standalone defaults name hive-exec classes; a full Hive image has them.
@@ -59,13 +60,8 @@ class StandInImage:
     def environment(self, container: Mapping[str, Any], secrets: Mapping[tuple[str, str], str],
                     conf_dir: Path, extra: Mapping[str, str] = {}) -> dict[str, str]:
         """The container's env as the kubelet resolves it, with HIVE_HOME and HIVE_CONF_DIR pointing here."""
-        env = {"PATH": os.environ["PATH"], "HOME": str(self.root), **extra}
-        for item in container.get("env") or ():
-            if "value" in item:
-                env[item["name"]] = item["value"]
-            else:
-                ref = item["valueFrom"]["secretKeyRef"]
-                env[item["name"]] = secrets[(ref["name"], ref["key"])]
+        env = {"PATH": os.environ["PATH"], "HOME": str(self.root), **extra,
+               **container_env(dict(container), lambda name, key: secrets[(name, key)])}
         env["HIVE_HOME"], env["HIVE_CONF_DIR"] = str(self.home), str(conf_dir)
         return env
 

@@ -3,6 +3,7 @@ status, list the children the operator made. One copy for every test file of the
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Callable
@@ -75,3 +76,27 @@ def aws_secret(name: str = "aws") -> dict:
 
 def password_secret(name: str, password: str, key: str = "password") -> dict:
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "stringData": {key: password}}
+
+
+def secret_values(kubectl: Client, namespace: str, name: str) -> dict[str, str]:
+    """A Secret's keys and decoded values."""
+    data = kubectl.json("get", "-n", namespace, "secret", name)["data"]
+    return {key: base64.b64decode(value).decode() for key, value in data.items()}
+
+
+def container_env(container: dict, secret_value: Callable[[str, str], str], pod: dict | None = None) -> dict[str, str]:
+    """A container's env as the kubelet resolves it: plain values, Secret keys (secret_value(name, key)) and
+    the pod's namespace and name (the downward API; `pod` holds its metadata)."""
+    env = {}
+    for item in container.get("env") or ():
+        if "value" in item:
+            env[item["name"]] = item["value"]
+        elif "fieldRef" in item["valueFrom"]:
+            assert pod is not None, f"{item['name']} comes from the downward API: pass the pod"
+            field = item["valueFrom"]["fieldRef"]["fieldPath"]
+            env[item["name"]] = {"metadata.namespace": pod["metadata"]["namespace"],
+                                 "metadata.name": pod["metadata"]["name"]}[field]
+        else:
+            ref = item["valueFrom"]["secretKeyRef"]
+            env[item["name"]] = secret_value(ref["name"], ref["key"])
+    return env

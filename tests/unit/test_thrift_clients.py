@@ -110,7 +110,7 @@ def test_an_unreachable_metastore_fails_when_the_pool_is_made() -> None:
 
 @pytest.mark.parametrize("connections", [0, 33])
 def test_connections_outside_1_to_32_are_refused_before_connecting(connections: int) -> None:
-    with pytest.raises(ValueError, match=rf"connections must be 1\.\.32 .*, not {connections}"):
+    with pytest.raises(ValueError, match=rf"1 to 32 metastore connections, not {connections}"):
         ThriftCatalog("thrift://127.0.0.1:1", journal_url="sqlite://", connections=connections)
 
 

@@ -28,6 +28,13 @@ class InvalidTarget(ValueError):
     """A catalog address that is malformed; nothing was contacted."""
 
 
+def check_thrift_connections(connections: int) -> None:
+    """InvalidTarget unless 1 <= connections <= MAX_THRIFT_CONNECTIONS."""
+    if not 1 <= connections <= MAX_THRIFT_CONNECTIONS:
+        raise InvalidTarget(f"a Thrift relocation writes through 1 to {MAX_THRIFT_CONNECTIONS} metastore "
+                            f"connections, not {connections}")
+
+
 @dataclass(frozen=True)
 class SqlTarget:
     """The metastore's own database: read and written in transactions."""
@@ -80,9 +87,7 @@ class ThriftTarget:
     connections: int = DEFAULT_THRIFT_CONNECTIONS  # relocation chunks written at once, one connection each
 
     def __post_init__(self) -> None:
-        if not 1 <= self.connections <= MAX_THRIFT_CONNECTIONS:
-            raise InvalidTarget(f"a Thrift relocation writes through 1 to {MAX_THRIFT_CONNECTIONS} metastore "
-                                f"connections, not {self.connections}")
+        check_thrift_connections(self.connections)
 
     @property
     def name(self) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import urllib.parse
 
 from hivecat.catalog.api.driver import ApiCatalog
-from hivecat.catalog.targets import DEFAULT_THRIFT_CONNECTIONS, MAX_THRIFT_CONNECTIONS
+from hivecat.catalog.targets import DEFAULT_THRIFT_CONNECTIONS, check_thrift_connections
 from hivecat.catalog.thrift.backend import DEFAULT_BATCH, ThriftBackend
 from hivecat.catalog.thrift.clients import ClientPool
 
@@ -26,9 +26,7 @@ class ThriftCatalog(ApiCatalog):
         parts = urllib.parse.urlsplit(uri)
         if parts.scheme != "thrift" or not parts.hostname or not parts.port:
             raise ValueError(f"expected thrift://HOST:PORT, not {uri!r}")
-        if not 1 <= connections <= MAX_THRIFT_CONNECTIONS:
-            raise ValueError(f"connections must be 1..{MAX_THRIFT_CONNECTIONS} (metastore connections written "
-                             f"through at once), not {connections}")
+        check_thrift_connections(connections)
         from hmsclient import hmsclient
 
         host, port = parts.hostname, parts.port
