@@ -26,7 +26,8 @@ class HivecatRun:
     statements: list[tuple[float, str]] = field(default_factory=list)  # (seconds, SQL), slowest first
 
 
-def hivecat_relocate(server_url: str, name: str, journal_schema: str) -> HivecatRun:
+def hivecat_relocate(server_url: str, name: str, journal_schema: str, old: str = OLD_ROOT,
+                     new: str = NEW_ROOT) -> HivecatRun:
     """hivecat's SQL backend: one transaction, journal on. Times relocate() only, not connecting."""
     url = sa.make_url(server_url).set(database=name)
     catalog = SqlCatalog(url, journal_schema=journal_schema)
@@ -42,7 +43,7 @@ def hivecat_relocate(server_url: str, name: str, journal_schema: str) -> Hivecat
 
     try:
         began = time.monotonic()
-        report = catalog.relocate(RelocationRequest(OLD_ROOT, NEW_ROOT))
+        report = catalog.relocate(RelocationRequest(old, new))
         seconds = time.monotonic() - began
     finally:
         catalog.close()
@@ -52,12 +53,12 @@ def hivecat_relocate(server_url: str, name: str, journal_schema: str) -> Hivecat
     return HivecatRun(seconds, report.rewritten, sorted(statements, reverse=True))
 
 
-def _anchored_like(prefix: str) -> str:
+def anchored_like(prefix: str) -> str:
     escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"{escaped}/%"
 
 
-def floor_update(server_url: str, name: str) -> float:
+def floor_update(server_url: str, name: str, old: str = OLD_ROOT, new: str = NEW_ROOT) -> float:
     """The least any SQL rewrite can do: anchored set-based UPDATEs, no journal, no compare-and-set.
 
     The HMS database is latin1_bin, so = and LIKE compare bytes: as exact as hivecat's match here.
@@ -70,7 +71,7 @@ def floor_update(server_url: str, name: str) -> float:
                 conn.execute(sa.text(
                     f"UPDATE {table} SET {column} = CONCAT(:new, SUBSTRING({column}, :rest)) "
                     f"WHERE {column} = :old OR {column} LIKE :under"),
-                    {"new": NEW_ROOT, "rest": len(OLD_ROOT) + 1, "old": OLD_ROOT, "under": _anchored_like(OLD_ROOT)})
+                    {"new": new, "rest": len(old) + 1, "old": old, "under": anchored_like(old)})
         return time.monotonic() - began
     finally:
         engine.dispose()

@@ -30,6 +30,8 @@ from pathlib import Path
 import pytest
 from hmsclient.genthrift.hive_metastore.ttypes import Database, FieldSchema, Partition
 
+from hivecat.catalog.journal import APPLIED, kind_code, kind_of, state_code, state_of
+from hivecat.catalog.model import ObjectKind
 from hivecat.catalog.targets import DEFAULT_THRIFT_CONNECTIONS
 from hivecat.locations.prefix import rebase
 from support import glue_lake
@@ -57,13 +59,14 @@ def _journal_query(journal: Path, sql: str) -> list[tuple]:
 
 
 def _states(journal: Path, run_id: str) -> dict[tuple[str, str], int]:
-    rows = _journal_query(journal, "SELECT kind, state, count(*) FROM hivecat_entries "
-                                   f"WHERE run_id = '{run_id}' GROUP BY kind, state")
-    return {(kind, state): n for kind, state, n in rows}
+    rows = _journal_query(journal, "SELECT e.kind, e.state, count(*) FROM hivecat_journal_entries e "
+                                   "JOIN hivecat_journal_runs r ON r.run_no = e.run_no "
+                                   f"WHERE r.run_id = '{run_id}' GROUP BY e.kind, e.state")
+    return {(kind_of(kind).value, state_of(state)): n for kind, state, n in rows}
 
 
 def _runs(journal: Path) -> list[tuple[str, str]]:
-    return _journal_query(journal, "SELECT run_id, status FROM hivecat_runs ORDER BY started_at, run_id")
+    return _journal_query(journal, "SELECT run_id, status FROM hivecat_journal_runs ORDER BY started_at, run_id")
 
 
 @dataclass
@@ -74,7 +77,8 @@ class Killed:
 
 def run_and_kill(command: list[str], journal: Path, kill_at: int, *, timeout: float = 180) -> Killed:
     """Start `command`, SIGKILL it once the journal holds at least `kill_at` applied partition entries."""
-    applied_sql = "SELECT count(*) FROM hivecat_entries WHERE kind = 'partition' AND state = 'applied'"
+    applied_sql = (f"SELECT count(*) FROM hivecat_journal_entries WHERE kind = {kind_code(ObjectKind.PARTITION)} "
+                   f"AND state = {state_code(APPLIED)}")
     process = subprocess.Popen([sys.executable, str(PACED_CLI), str(PACE_SECONDS), "relocate", *command],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + timeout

@@ -15,6 +15,7 @@ from hivecat.catalog.model import ObjectKind, RelocationRequest, Scope
 from hivecat.catalog.sql.catalog import SqlCatalog
 from hivecat.locations.prefix import rebase
 from hivecat.local.scratch_db import drop_database
+from support.journal_layouts import to_layout1
 from support.location_dump import dump_locations
 from support.services import unique_name
 
@@ -64,20 +65,13 @@ KILLER = textwrap.dedent("""
 """)
 
 
-def to_earlier_layout(url: str, schema: str, old: str, new: str) -> None:
-    """The journal as hivecat wrote it before the SQL backend stopped storing new values: new_value stored for
-    every entry and NOT NULL, and the index on (run_id, chunk, state)."""
+def to_earlier_layout(url: str, schema: str) -> None:
+    """The journal as hivecat wrote it before layout 2, in its oldest form: strings throughout, the chunk
+    stored, new_value stored for every entry and NOT NULL, and the index on (run_id, chunk, state)."""
     engine = sa.create_engine(url)
-    entries = f"`{schema}`.hivecat_entries"
     try:
-        with engine.begin() as conn:
-            rows = conn.execute(sa.text(f"SELECT run_id, kind, key1, key2, old_value FROM {entries}")).all()
-            for run_id, kind, key1, key2, old_value in rows:
-                conn.execute(sa.text(f"UPDATE {entries} SET new_value = :v WHERE run_id = :r AND kind = :k "
-                                     "AND key1 = :k1 AND key2 = :k2"),
-                             {"v": rebase(old_value, old, new), "r": run_id, "k": kind, "k1": key1, "k2": key2})
-            conn.execute(sa.text(f"ALTER TABLE {entries} MODIFY new_value MEDIUMTEXT NOT NULL"))
-            conn.execute(sa.text(f"CREATE INDEX hivecat_entries_chunk ON {entries} (run_id, chunk, state)"))
+        to_layout1(engine, schema, oldest=True, chunk_size=CHUNK,
+                   new_value=lambda value, old, new: rebase(value, old, new))
     finally:
         engine.dispose()
 
@@ -95,8 +89,8 @@ def test_killed_chunked_run_resumes_and_undo_restores_exactly(big_table, hive_me
                              old, new, str(CHUNK), "3"], capture_output=True, text=True, timeout=120)
     assert killed.returncode == -9, killed.stderr
     assert killed.stdout.splitlines()[-1].startswith("chunk 3/")
-    if earlier_layout:  # killed by the previous version: this one migrates the journal, resumes and undoes
-        to_earlier_layout(hive_metastore.sql_url, journal_schema, old, new)
+    if earlier_layout:  # killed by a version of layout 1: this one copies the journal, resumes and undoes
+        to_earlier_layout(hive_metastore.sql_url, journal_schema)
 
     catalog = SqlCatalog(hive_metastore.sql_url, journal_schema=journal_schema)
     try:
@@ -127,11 +121,9 @@ def test_killed_chunked_run_resumes_and_undo_restores_exactly(big_table, hive_me
 
         catalog.undo(run.run_id)
         assert dump_locations(hive_metastore.sql_url) == before
-        inspector = sa.inspect(catalog.engine)  # the layout this version writes
-        assert "hivecat_entries_chunk" not in {i["name"] for i in inspector.get_indexes("hivecat_entries",
-                                                                                        schema=journal_schema)}
-        assert {c["name"]: c["nullable"] for c in inspector.get_columns("hivecat_entries",
-                                                                        schema=journal_schema)}["new_value"]
+        tables = set(sa.inspect(catalog.engine).get_table_names(schema=journal_schema))  # the layout it writes
+        assert {"hivecat_journal_runs", "hivecat_journal_entries"} <= tables
+        assert not {"hivecat_runs", "hivecat_entries"} & tables
     finally:
         catalog.close()
 

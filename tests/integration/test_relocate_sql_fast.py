@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
-from hivecat.catalog.journal import APPLIED
+from hivecat.catalog.journal import APPLIED, state_code
 from hivecat.catalog.model import RelocationRefused, RelocationRequest
 from hivecat.catalog.sql.catalog import SqlCatalog
 from hivecat.local.scratch_db import drop_database
@@ -146,8 +146,8 @@ def test_fast_path_journals_every_value_and_undo_restores_exactly(shape, catalog
     e = catalog.journal.entries
     with catalog.engine.connect() as conn:
         entries = conn.execute(sa.select(e.c.state, e.c.old_value, e.c.new_value)
-                               .where(e.c.run_id == report.run_id)).all()
-    assert {state for state, _, _ in entries} == {APPLIED}
+                               .where(e.c.run_no == catalog.journal.run_no(conn, report.run_id))).all()
+    assert {state for state, _, _ in entries} == {state_code(APPLIED)}
     assert len(entries) == report.rewritten
     # Exactly the values that changed, each journaled by its old value (the new one is the run's rebase of it).
     assert {new for _, _, new in entries} == {None}

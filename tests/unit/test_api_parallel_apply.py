@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from hivecat.catalog.api.backend import WriteRejected
 from hivecat.catalog.api.driver import ApiCatalog
-from hivecat.catalog.journal import APPLIED, PLANNED
+from hivecat.catalog.journal import APPLIED, PLANNED, kind_of, state_of
 from hivecat.catalog.model import ObjectKind, RelocationReport, RelocationRequest, Scope
 from support.fake_api_backend import FakeApiBackend, LostReply
 
@@ -34,8 +34,9 @@ def journal_rows(cat: ApiCatalog, run_id: str) -> list[tuple]:
     e = cat.journal.entries
     columns = [e.c.kind, e.c.key1, e.c.key2, e.c.object, e.c.chunk, e.c.old_value, e.c.new_value, e.c.state]
     with cat.engine.connect() as conn:
-        return [tuple(row) for row in conn.execute(sa.select(*columns).where(e.c.run_id == run_id)
-                                                   .order_by(e.c.key1))]
+        rows = conn.execute(sa.select(*columns).where(e.c.run_no == cat.journal.run_no(conn, run_id))
+                            .order_by(e.c.key1))
+        return [(kind_of(kind).value, *rest, state_of(state)) for kind, *rest, state in rows]
 
 
 def partition_states(cat: ApiCatalog, run_id: str) -> dict[tuple[str, ...], str]:

@@ -10,7 +10,10 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from hivecat.catalog.journal import Journal
+from hivecat.catalog.journal import (
+    KIND_CODES, STATE_CODES, Journal, kind_code, kind_of, state_code, state_of,
+)
+from hivecat.catalog.model import ObjectKind
 
 CATALOG = "glue://eu-west-1"
 
@@ -53,13 +56,38 @@ def test_lock_of_a_dead_process_on_this_host_is_stale_at_once(tmp_path: Path) ->
     assert j.acquire_lock(CATALOG, 60)
 
 
-def test_ensure_adds_the_object_column_to_an_older_journal(tmp_path: Path) -> None:
+def test_ensure_copies_a_layout1_journal_from_before_api_backends(tmp_path: Path) -> None:
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'old.db'}")
-    with engine.begin() as conn:  # the entries table as journals created before API backends have it
+    with engine.begin() as conn:  # layout 1 as journals created before API backends have it: no `object`
+        conn.execute(sa.text("CREATE TABLE hivecat_runs (run_id VARCHAR(36) PRIMARY KEY, catalog VARCHAR(512), "
+                             "old_prefix VARCHAR(4000), new_prefix VARCHAR(4000), request TEXT, status VARCHAR(16), "
+                             "started_at DATETIME, finished_at DATETIME, report TEXT)"))
         conn.execute(sa.text("CREATE TABLE hivecat_entries (run_id VARCHAR(36), kind VARCHAR(32), key1 BIGINT, "
                              "key2 VARCHAR(256), tbl_id BIGINT, chunk BIGINT, old_value TEXT, new_value TEXT, "
                              "state VARCHAR(16), PRIMARY KEY (run_id, kind, key1, key2))"))
-    Journal(engine, None).ensure()
-    columns = {c["name"] for c in sa.inspect(engine).get_columns("hivecat_entries")}
-    assert "object" in columns
-    assert "hivecat_locks" not in sa.inspect(engine).get_table_names()  # SQL journals get no lock table
+        conn.execute(sa.text("INSERT INTO hivecat_runs VALUES ('r1', 'c', 'file:/a', 'file:/b', '{}', 'running', "
+                             "'2026-01-02 03:04:05', NULL, NULL)"))
+        conn.execute(sa.text("INSERT INTO hivecat_entries VALUES ('r1', 'table_param', 4, 'path', 3, 2, 'file:/a/x', "
+                             "'file:/b/x', 'undo-conflicted')"))
+    journal = Journal(engine, None)
+    for _ in range(2):  # idempotent
+        journal.ensure()
+        assert not {"hivecat_runs", "hivecat_entries", "hivecat_locks"} & set(sa.inspect(engine).get_table_names())
+        with engine.connect() as conn:
+            assert journal.unfinished_run(conn, "c").run_id == "r1"
+            assert journal.state_counts(conn, "r1") == {("table_param", "undo-conflicted"): 1}
+            e = journal.entries
+            assert conn.execute(sa.select(e.c.key1, e.c.key2, e.c.tbl_id, e.c.chunk, e.c.old_value, e.c.new_value,
+                                          e.c.object)).all() == [(4, "path", 3, 2, "file:/a/x", "file:/b/x", None)]
+
+
+def test_the_stored_codes_of_kinds_and_states_never_change() -> None:
+    # Journals keep these numbers: renumbering one would misread every journal written before.
+    assert {kind.value: code for kind, code in KIND_CODES.items()} == {
+        "catalog": 1, "database": 2, "database_managed": 3, "table": 4, "partition": 5, "serde_param": 6,
+        "table_param": 7, "partition_param": 8, "skewed_location": 9, "function_resource": 10}
+    assert set(KIND_CODES) == set(ObjectKind)
+    assert STATE_CODES == {"planned": 1, "applied": 2, "conflicted": 3, "undone": 4, "undo-conflicted": 5,
+                           "failed": 6, "undo-failed": 7}
+    assert all(kind_of(kind_code(kind)) is kind for kind in ObjectKind)
+    assert all(state_of(state_code(state)) == state for state in STATE_CODES)

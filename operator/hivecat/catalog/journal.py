@@ -9,6 +9,13 @@ server-side locks SQL has: one run per catalog at a time.
 Entry keys: SQL rows are keyed by their own ids (key1 = SD_ID, DB_ID, ..., key2 = PARAM_KEY, ...). API
 entries (Glue, Thrift) use key1 = ordinal within the run, key2 = the slot (parameter key, ...) and
 `object` = the object's identity as JSON (database, table, partition values, function).
+
+Layout 2 (this one) keeps an entry narrow, since a SQL plan writes one per row in scope: the run's number
+(runs keep their public id), the kind and the state as small integer codes (KIND_CODES, STATE_CODES: stored,
+so never renumbered), no chunk for SQL entries (a SQL chunk is a key1 range) and no new value for them (the
+run's prefixes recompute it). Layout 1 (`hivecat_runs`, `hivecat_entries`: strings throughout, and in its
+oldest form new_value NOT NULL, no `object`, an index on (run_id, chunk, state)) is copied into this one by
+the first Journal.ensure that meets it, unfinished runs included, and then dropped.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import os
 import socket
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
@@ -33,6 +40,31 @@ from hivecat.locations.prefix import rebase
 # failed / undo-failed (API backends only): the service refused the write for another reason than a concurrent change.
 PLANNED, APPLIED, CONFLICTED, UNDONE, UNDO_CONFLICTED = "planned", "applied", "conflicted", "undone", "undo-conflicted"
 ENTRY_FAILED, UNDO_FAILED = "failed", "undo-failed"
+# The codes entries store for states and kinds. Journals keep them: a code is never reused or renumbered.
+STATE_CODES: dict[str, int] = {PLANNED: 1, APPLIED: 2, CONFLICTED: 3, UNDONE: 4, UNDO_CONFLICTED: 5,
+                               ENTRY_FAILED: 6, UNDO_FAILED: 7}
+KIND_CODES: dict[ObjectKind, int] = {
+    ObjectKind.CATALOG: 1, ObjectKind.DATABASE: 2, ObjectKind.DATABASE_MANAGED: 3, ObjectKind.TABLE: 4,
+    ObjectKind.PARTITION: 5, ObjectKind.SERDE_PARAM: 6, ObjectKind.TABLE_PARAM: 7, ObjectKind.PARTITION_PARAM: 8,
+    ObjectKind.SKEWED_LOCATION: 9, ObjectKind.FUNCTION_RESOURCE: 10}
+_STATES = {code: state for state, code in STATE_CODES.items()}
+_KINDS = {code: kind for kind, code in KIND_CODES.items()}
+
+
+def state_code(state: str) -> int:
+    return STATE_CODES[state]
+
+
+def kind_code(kind: ObjectKind | str) -> int:
+    return KIND_CODES[ObjectKind(kind)]
+
+
+def state_of(code: int) -> str:
+    return _STATES[code]
+
+
+def kind_of(code: int) -> ObjectKind:
+    return _KINDS[code]
 # Run states
 RUNNING, DONE, FAILED, UNDOING, RUN_UNDONE = "running", "done", "failed", "undoing", "undone"
 
@@ -42,11 +74,18 @@ RUNNING, DONE, FAILED, UNDOING, RUN_UNDONE = "running", "done", "failed", "undoi
 VALUE = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 
 
+RUNS, ENTRIES = "hivecat_journal_runs", "hivecat_journal_entries"
+LAYOUT1_RUNS, LAYOUT1_ENTRIES = "hivecat_runs", "hivecat_entries"
+# SQLite numbers rows itself only for an INTEGER PRIMARY KEY.
+RUN_NO = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+
 def journal_tables(schema: str | None) -> tuple[sa.MetaData, sa.Table, sa.Table]:
     metadata = sa.MetaData(schema=schema)
     runs = sa.Table(
-        "hivecat_runs", metadata,
-        sa.Column("run_id", sa.String(36), primary_key=True),
+        RUNS, metadata,
+        sa.Column("run_no", RUN_NO, primary_key=True, autoincrement=True),  # what entries refer to
+        sa.Column("run_id", sa.String(36), nullable=False, unique=True),     # what users and reports see
         sa.Column("catalog", sa.String(512), nullable=False, index=True),
         sa.Column("old_prefix", sa.String(4000), nullable=False),
         sa.Column("new_prefix", sa.String(4000), nullable=False),
@@ -57,27 +96,27 @@ def journal_tables(schema: str | None) -> tuple[sa.MetaData, sa.Table, sa.Table]
         sa.Column("report", sa.Text),
     )
     entries = sa.Table(
-        "hivecat_entries", metadata,
-        sa.Column("run_id", sa.String(36), primary_key=True),
-        sa.Column("kind", sa.String(32), primary_key=True),
+        ENTRIES, metadata,
+        sa.Column("run_no", sa.BigInteger, primary_key=True, autoincrement=False),
+        sa.Column("kind", sa.SmallInteger, primary_key=True, autoincrement=False),  # KIND_CODES
         sa.Column("key1", sa.BigInteger, primary_key=True, autoincrement=False),  # SD_ID, DB_ID, TBL_ID, ...
         sa.Column("key2", sa.String(256), primary_key=True),  # PARAM_KEY, INTEGER_IDX, ...; '' when unused
         sa.Column("tbl_id", sa.BigInteger),                   # owning table, for "tables touched"
-        sa.Column("chunk", sa.BigInteger, nullable=False),
+        sa.Column("chunk", sa.BigInteger),                    # API entries only: a SQL chunk is a key1 range
         sa.Column("old_value", VALUE, nullable=False),
         # API backends store it; the SQL backend recomputes it from old_value and the run's prefixes (half the
-        # bytes a plan writes). Journals before that stored it for every entry, and are read as they are.
+        # bytes a plan writes). Journals of layout 1 stored it for every SQL entry too, and keep it.
         sa.Column("new_value", VALUE),
-        sa.Column("state", sa.String(16), nullable=False),
+        sa.Column("state", sa.SmallInteger, nullable=False),  # STATE_CODES
         sa.Column("object", sa.Text),                         # API backends: the object's identity as JSON
-        # Only API journals get an index on (run_id, chunk, state) (CHUNK_INDEX): their driver reads entries by
-        # chunk. A SQL run finds its entries by the primary key's prefix, and the index cost a third of a
-        # 1M-row plan.
+        # Only API journals get an index on (run_no, chunk, state) (CHUNK_INDEX): their driver reads entries by
+        # chunk. A SQL run finds its entries by the primary key's prefix (a chunk: a range of it), and an index
+        # would cost a third of a 1M-row plan.
     )
     return metadata, runs, entries
 
 
-CHUNK_INDEX = "hivecat_entries_chunk"
+CHUNK_INDEX = "hivecat_journal_entries_chunk"
 
 
 def lock_table(metadata: sa.MetaData) -> sa.Table:
@@ -117,6 +156,19 @@ def request_to_json(request: RelocationRequest) -> str:
     return json.dumps(asdict(request), sort_keys=True)
 
 
+@dataclass(frozen=True)
+class Entry:
+    """An API entry as the driver reads it: kind and state decoded."""
+
+    kind: str
+    key1: int
+    key2: str
+    object: str | None
+    old_value: str
+    new_value: str | None
+    state: str
+
+
 class JournalUnavailable(Exception):
     """The journal cannot be created or written with the catalog's credentials. The message says what an
     administrator grants (or creates) once; nothing was written."""
@@ -130,47 +182,68 @@ class Journal:
         self.schema = schema
         self.metadata, self.runs, self.entries = journal_tables(schema)
         self.locks = lock_table(sa.MetaData(schema=schema))  # API backends only: SQL locks server-side
+        self._run_numbers: dict[str, int] = {}  # run id -> run number: both never change
+
+    def run_no(self, conn: sa.Connection, run_id: str) -> int:
+        """The number of run `run_id`, which its entries carry."""
+        if run_id not in self._run_numbers:
+            self._run_numbers[run_id] = conn.execute(
+                sa.select(self.runs.c.run_no).where(self.runs.c.run_id == run_id)).scalar_one()
+        return self._run_numbers[run_id]
+
+    def _of_run(self, conn: sa.Connection, run_id: str) -> sa.ColumnElement[bool]:
+        return self.entries.c.run_no == self.run_no(conn, run_id)
 
     def ensure(self, *, locks: bool = False) -> None:
-        """Create the journal's schema and tables when missing, and bring a journal of an earlier layout to
-        this one in place (idempotent): every earlier run stays resumable and undoable."""
+        """Create the journal's schema and tables when missing, and copy a journal of layout 1 into this
+        layout (idempotent): every earlier run, finished or not, stays resumable and undoable."""
         with self.engine.begin() as conn:
             if self.schema and self.schema not in sa.inspect(conn).get_schema_names():
                 conn.execute(sa.schema.CreateSchema(self.schema))
             self.metadata.create_all(conn)
             if locks:  # an API journal
                 self.locks.metadata.create_all(conn)
-            self._migrate(conn, api=locks)
+            inspector = sa.inspect(conn)
+            names = set(inspector.get_table_names(schema=self.schema))
+            indexed = CHUNK_INDEX in {i["name"] for i in inspector.get_indexes(ENTRIES, schema=self.schema)}
+            if (locks or self.locks.name in names) and not indexed:  # API runs are journaled here
+                e = self.entries
+                sa.Index(CHUNK_INDEX, e.c.run_no, e.c.chunk, e.c.state).create(conn)
+        if LAYOUT1_ENTRIES in names or LAYOUT1_RUNS in names:
+            self._copy_layout1()
 
-    def _migrate(self, conn: sa.Connection, *, api: bool) -> None:
-        """Earlier layouts: without `object` (before API backends); new_value NOT NULL and CHUNK_INDEX in every
-        journal (before the SQL backend stopped storing new values). The index stays where API runs are
-        journaled (their lock table is there), and is created there when missing."""
-        inspector = sa.inspect(conn)
-        quote, dialect = self.engine.dialect.identifier_preparer, self.engine.dialect.name
-        table = quote.format_table(self.entries)
-        columns = {c["name"].lower(): c for c in inspector.get_columns(self.entries.name, schema=self.schema)}
-        for column in self.entries.columns:
-            if column.name not in columns and column.nullable:
-                kind = column.type.compile(dialect=self.engine.dialect)
-                conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {quote.quote(column.name)} {kind}"))
-        indexed = CHUNK_INDEX in {i["name"] for i in inspector.get_indexes(self.entries.name, schema=self.schema)}
-        api_runs_here = api or self.locks.name in inspector.get_table_names(schema=self.schema)
-        if api_runs_here and not indexed:
-            e = self.entries
-            sa.Index(CHUNK_INDEX, e.c.run_id, e.c.chunk, e.c.state).create(conn)
-        elif indexed and not api_runs_here:
-            on = f" ON {table}" if dialect in ("mysql", "mariadb") else ""
-            name = quote.quote(CHUNK_INDEX) if dialect in ("mysql", "mariadb") or not self.schema \
-                else f"{quote.quote_schema(self.schema)}.{quote.quote(CHUNK_INDEX)}"
-            conn.execute(sa.text(f"DROP INDEX {name}{on}"))
-        # SQLite journals hold API entries only, which always store new_value (SQLite cannot relax a column).
-        if not columns["new_value"]["nullable"] and dialect != "sqlite":
-            if dialect == "postgresql":
-                conn.execute(sa.text(f"ALTER TABLE {table} ALTER COLUMN new_value DROP NOT NULL"))
-            else:
-                conn.execute(sa.text(f"ALTER TABLE {table} MODIFY new_value {VALUE.compile(dialect=self.engine.dialect)}"
-                                     " NULL"))
+    def _copy_layout1(self) -> None:
+        """Copy the runs of a layout-1 journal not copied yet, and their entries, in one transaction; then
+        drop its tables (MySQL commits DDL at once: a crash in between leaves runs already copied, which the
+        next call skips)."""
+        metadata = sa.MetaData(schema=self.schema)
+        with self.engine.begin() as conn:
+            names = set(sa.inspect(conn).get_table_names(schema=self.schema))
+            old_runs = sa.Table(LAYOUT1_RUNS, metadata, autoload_with=conn) if LAYOUT1_RUNS in names else None
+            old = sa.Table(LAYOUT1_ENTRIES, metadata, autoload_with=conn) if LAYOUT1_ENTRIES in names else None
+            fresh = [] if old_runs is None else list(conn.execute(
+                sa.select(old_runs.c.run_id).where(old_runs.c.run_id.not_in(sa.select(self.runs.c.run_id)))
+                .order_by(old_runs.c.started_at, old_runs.c.run_id)).scalars())
+            for start in range(0, len(fresh), 500):  # bounded IN lists
+                batch = fresh[start:start + 500]
+                columns = [c for c in self.runs.c.keys() if c != "run_no"]
+                conn.execute(self.runs.insert().from_select(columns, sa.select(*(old_runs.c[c] for c in columns))
+                             .where(old_runs.c.run_id.in_(batch)).order_by(old_runs.c.started_at, old_runs.c.run_id)))
+                if old is not None:
+                    conn.execute(self.entries.insert().from_select(
+                        ["run_no", "kind", "key1", "key2", "tbl_id", "chunk", "old_value", "new_value", "state",
+                         "object"],
+                        sa.select(self.runs.c.run_no, sa.case({k.value: c for k, c in KIND_CODES.items()},
+                                                              value=old.c.kind),
+                                  old.c.key1, old.c.key2, old.c.tbl_id, old.c.chunk, old.c.old_value,
+                                  old.c.new_value, sa.case(STATE_CODES, value=old.c.state),
+                                  old.c.object if "object" in old.c else sa.null())  # none before API backends
+                        .join_from(old, self.runs, self.runs.c.run_id == old.c.run_id)
+                        .where(old.c.run_id.in_(batch))))
+        with self.engine.begin() as conn:
+            for table in (old, old_runs):
+                if table is not None:
+                    table.drop(conn)
 
     def check_writable(self) -> None:
         """Statements of every kind a run sends, matching no row, in a transaction rolled back: a user who
@@ -185,9 +258,10 @@ class Journal:
 
     def new_run(self, conn: sa.Connection, catalog: str, request: RelocationRequest) -> str:
         run_id = uuid.uuid4().hex
-        conn.execute(self.runs.insert().values(
+        inserted = conn.execute(self.runs.insert().values(
             run_id=run_id, catalog=catalog, old_prefix=request.old_prefix, new_prefix=request.new_prefix,
             request=request_to_json(request), status=RUNNING, started_at=_now()))
+        self._run_numbers[run_id] = inserted.inserted_primary_key[0]
         return run_id
 
     def unfinished_run(self, conn: sa.Connection, catalog: str) -> sa.Row | None:
@@ -226,28 +300,34 @@ class Journal:
         conn.execute(self.runs.update().where(self.runs.c.run_id == run_id).values(**values))
 
     def history(self, conn: sa.Connection, catalog: str) -> list[JournaledRun]:
-        counts = (sa.select(self.entries.c.run_id, sa.func.count().label("rows"))
-                  .group_by(self.entries.c.run_id).subquery())
+        counts = (sa.select(self.entries.c.run_no, sa.func.count().label("rows"))
+                  .group_by(self.entries.c.run_no).subquery())
         rows = conn.execute(
             sa.select(self.runs, sa.func.coalesce(counts.c.rows, 0).label("rows"))
-            .outerjoin(counts, counts.c.run_id == self.runs.c.run_id)
+            .outerjoin(counts, counts.c.run_no == self.runs.c.run_no)
             .where(self.runs.c.catalog == catalog).order_by(self.runs.c.started_at, self.runs.c.run_id))
         return [JournaledRun(r.run_id, r.catalog, r.old_prefix, r.new_prefix, r.status, r.started_at.isoformat(),
                            r.finished_at.isoformat() if r.finished_at else None, int(r.rows)) for r in rows]
 
-    def chunks(self, conn: sa.Connection, run_id: str, state: str) -> list[tuple[str, int]]:
-        """(kind, chunk) pairs that still have entries in `state`, in order."""
+    def key_chunks(self, conn: sa.Connection, run_id: str, state: str, size: int) -> list[tuple[ObjectKind, int]]:
+        """(kind, chunk) pairs that still have SQL entries in `state`, in order; chunk c is the key1 range
+        [c * size, (c + 1) * size) (key_range)."""
         e = self.entries
-        rows = conn.execute(sa.select(e.c.kind, e.c.chunk).distinct()
-                            .where(e.c.run_id == run_id, e.c.state == state).order_by(e.c.kind, e.c.chunk))
-        return [(r[0], int(r[1])) for r in rows]
+        chunk = sa.cast((e.c.key1 - e.c.key1 % size) / size, sa.BigInteger)  # floor division in every dialect
+        rows = conn.execute(sa.select(e.c.kind, chunk).distinct()
+                            .where(self._of_run(conn, run_id), e.c.state == state_code(state)).order_by(e.c.kind, chunk))
+        return [(kind_of(r[0]), int(r[1])) for r in rows]
+
+    def key_range(self, chunk: int, size: int) -> list[sa.ColumnElement[bool]]:
+        """The entries of SQL chunk `chunk`: a range of the primary key after (run, kind)."""
+        return [self.entries.c.key1 >= chunk * size, self.entries.c.key1 < (chunk + 1) * size]
 
     def state_counts(self, conn: sa.Connection, run_id: str) -> dict[tuple[str, str], int]:
         """(kind, state) -> number of entries."""
         rows = conn.execute(sa.select(self.entries.c.kind, self.entries.c.state, sa.func.count())
-                            .where(self.entries.c.run_id == run_id)
+                            .where(self._of_run(conn, run_id))
                             .group_by(self.entries.c.kind, self.entries.c.state))
-        return {(kind, state): int(n) for kind, state, n in rows}
+        return {(kind_of(kind).value, state_of(state)): int(n) for kind, state, n in rows}
 
     def tally(self, conn: sa.Connection, run_id: str, report: RelocationReport, done: str, conflict: str,
               failed: str | None = None, counts: dict[tuple[str, str], int] | None = None) -> None:
@@ -267,28 +347,34 @@ class Journal:
         """(old, new) of a few entries; a new value not stored is the run's rebase of the old one."""
         run = self.run(conn, run_id)
         rows = conn.execute(sa.select(self.entries.c.old_value, self.entries.c.new_value)
-                            .where(self.entries.c.run_id == run_id)
+                            .where(self._of_run(conn, run_id))
                             .order_by(self.entries.c.kind, self.entries.c.key1, self.entries.c.key2).limit(limit))
         return [(old, new if new is not None else rebase(old, run.old_prefix, run.new_prefix) or old)
                 for old, new in rows]
 
     # --- API backends (Glue, Thrift): entries keyed by ordinal, with the object's identity --------
 
-    def add_entries(self, conn: sa.Connection, rows: Sequence[dict]) -> None:
-        """rows: run_id, kind, key1 (ordinal), key2, object, chunk, old_value, new_value, state."""
+    def add_entries(self, conn: sa.Connection, run_id: str, rows: Sequence[dict]) -> None:
+        """rows: kind, key1 (ordinal), key2, object, chunk, old_value, new_value, state."""
         if rows:
-            conn.execute(self.entries.insert(), [{"tbl_id": None, **row} for row in rows])
+            run_no = self.run_no(conn, run_id)
+            conn.execute(self.entries.insert(), [
+                {**row, "tbl_id": None, "run_no": run_no, "kind": kind_code(row["kind"]),
+                 "state": state_code(row["state"])} for row in rows])
 
     def pending_chunks(self, conn: sa.Connection, run_id: str, states: Iterable[str]) -> list[int]:
         e = self.entries
         rows = conn.execute(sa.select(e.c.chunk).distinct()
-                            .where(e.c.run_id == run_id, e.c.state.in_(list(states))).order_by(e.c.chunk))
+                            .where(self._of_run(conn, run_id), e.c.state.in_([state_code(s) for s in states]))
+                            .order_by(e.c.chunk))
         return [int(r[0]) for r in rows]
 
-    def chunk_entries(self, conn: sa.Connection, run_id: str, chunk: int, states: Iterable[str]) -> list[sa.Row]:
+    def chunk_entries(self, conn: sa.Connection, run_id: str, chunk: int, states: Iterable[str]) -> list[Entry]:
         e = self.entries
-        return conn.execute(sa.select(e).where(e.c.run_id == run_id, e.c.chunk == chunk,
-                                               e.c.state.in_(list(states))).order_by(e.c.key1)).all()
+        rows = conn.execute(sa.select(e).where(self._of_run(conn, run_id), e.c.chunk == chunk,
+                                               e.c.state.in_([state_code(s) for s in states])).order_by(e.c.key1))
+        return [Entry(kind_of(r.kind).value, r.key1, r.key2, r.object, r.old_value, r.new_value, state_of(r.state))
+                for r in rows]
 
     def set_states(self, conn: sa.Connection, run_id: str, states: dict[int, str]) -> None:
         """key1 (ordinal) -> new state."""
@@ -298,14 +384,14 @@ class Journal:
         e = self.entries
         for state, keys in by_state.items():
             for start in range(0, len(keys), 500):  # bounded IN lists
-                conn.execute(e.update().where(e.c.run_id == run_id, e.c.key1.in_(keys[start:start + 500]))
-                             .values(state=state))
+                conn.execute(e.update().where(self._of_run(conn, run_id), e.c.key1.in_(keys[start:start + 500]))
+                             .values(state=state_code(state)))
 
     def objects(self, conn: sa.Connection, run_id: str, state: str) -> list[str]:
         """The distinct object identities (JSON) of a run's entries in `state`."""
         e = self.entries
         return [r[0] for r in conn.execute(sa.select(e.c.object).distinct().where(
-            e.c.run_id == run_id, e.c.state == state, e.c.object.is_not(None)))]
+            self._of_run(conn, run_id), e.c.state == state_code(state), e.c.object.is_not(None)))]
 
     # --- the lock table (API backends) ----------------------------------------------------------
 

@@ -30,7 +30,8 @@ from hivecat.catalog.api.objects import (
     DATABASE, FUNCTION, PARTITION, TABLE, ObjectRef, Slot, read_slots, with_slots,
 )
 from hivecat.catalog.journal import (
-    APPLIED, CONFLICTED, ENTRY_FAILED, PLANNED, RUNNING, UNDO_CONFLICTED, UNDO_FAILED, UNDOING, UNDONE, Journal,
+    APPLIED, CONFLICTED, ENTRY_FAILED, PLANNED, RUNNING, UNDO_CONFLICTED, UNDO_FAILED, UNDOING, UNDONE, Entry,
+    Journal,
 )
 from hivecat.catalog.model import (
     DatabaseInfo, ObjectKind, PartitionInfo, Refusal, RelocationRefused, RelocationReport, RelocationRequest, Scope,
@@ -243,7 +244,7 @@ class ApiCatalog(ApiParams, JournaledRelocation):
             report = planned.report
             with self.engine.begin() as conn:
                 run_id = self.journal.new_run(conn, self.name, request)
-                self.journal.add_entries(conn, [{"run_id": run_id, **row} for row in planned.rows])
+                self.journal.add_entries(conn, run_id, planned.rows)
                 # What only planning knows (skipped, refused), for the report of a resumed run.
                 self.journal.set_status(conn, run_id, RUNNING, report.to_dict())
         self._apply(run_id, report, undo=False, progress=progress)
@@ -282,7 +283,7 @@ class ApiCatalog(ApiParams, JournaledRelocation):
             chunks = self.journal.pending_chunks(conn, run_id, states)
         recorded = 0
 
-        def entries(chunk: int) -> list[sa.Row]:
+        def entries(chunk: int) -> list[Entry]:
             with self.engine.connect() as conn:
                 return self.journal.chunk_entries(conn, run_id, chunk, states)
 
@@ -309,14 +310,14 @@ class ApiCatalog(ApiParams, JournaledRelocation):
                 FUNCTION: lambda r: self.backend.get_function(r.database, r.name)}
         return {r: raw for r in refs if (raw := read[r.type](r)) is not None}
 
-    def _swap(self, rows: Sequence[sa.Row], *, undo: bool) -> _ChunkOutcome:
+    def _swap(self, rows: Sequence[Entry], *, undo: bool) -> _ChunkOutcome:
         """Write one chunk: each entry's value moves only where the object still holds the expected one.
 
         Forward expects old and writes new; undo expects new and writes old. Runs on a worker thread: it
         touches neither the journal nor the report, it returns what they need.
         """
         done, conflict, failed = (UNDONE, UNDO_CONFLICTED, UNDO_FAILED) if undo else (APPLIED, CONFLICTED, ENTRY_FAILED)
-        by_ref: dict[ObjectRef, list[sa.Row]] = {}
+        by_ref: dict[ObjectRef, list[Entry]] = {}
         for row in rows:
             by_ref.setdefault(ObjectRef.from_json(row.object), []).append(row)
         current = self._reread(list(by_ref))

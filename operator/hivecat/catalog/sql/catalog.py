@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager, contextmanager
 import sqlalchemy as sa
 
 from hivecat.catalog.journal import (
-    APPLIED, CONFLICTED, PLANNED, UNDO_CONFLICTED, UNDONE, UNDOING, Journal, JournalUnavailable,
+    APPLIED, CONFLICTED, PLANNED, UNDO_CONFLICTED, UNDONE, UNDOING, Journal, JournalUnavailable, state_code,
 )
 from hivecat.catalog.model import ObjectKind, Refusal, RelocationRefused, RelocationReport, RelocationRequest
 from hivecat.catalog.run import ChunkProgress, JournaledRelocation
@@ -209,11 +209,12 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
         else:
             with self._transaction() as conn:
                 run_id, _ = self._plan(conn, request, plan)
+        size = plan.chunk_size or 1 << 62  # a run without one commits whole: it is never found unfinished
         with self.engine.connect() as conn:
-            chunks = self.journal.chunks(conn, run_id, PLANNED)
+            chunks = self.journal.key_chunks(conn, run_id, PLANNED, size)
         for done, (kind, chunk) in enumerate(chunks, 1):
             with self.engine.begin() as conn:  # each chunk commits with its journal entries
-                swap(conn, self.journal, by_kind[ObjectKind(kind)], run_id, chunk, plan)
+                swap(conn, self.journal, by_kind[kind], run_id, (chunk, size), plan)
             if progress:
                 progress(done, len(chunks))
         return run_id, None
@@ -269,6 +270,7 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
         e, t, d = self.journal.entries, self.schema["TBLS"], self.schema["DBS"]
         rows = conn.execute(sa.select(d.c.NAME, t.c.TBL_NAME).distinct()
                             .select_from(e.join(t, t.c.TBL_ID == e.c.tbl_id).join(d, d.c.DB_ID == t.c.DB_ID))
-                            .where(e.c.run_id == run_id, e.c.state == state).order_by(d.c.NAME, t.c.TBL_NAME))
+                            .where(e.c.run_no == self.journal.run_no(conn, run_id), e.c.state == state_code(state))
+                            .order_by(d.c.NAME, t.c.TBL_NAME))
         return [f"{db}.{name}" for db, name in rows]
 

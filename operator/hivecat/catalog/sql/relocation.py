@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 
-from hivecat.catalog.journal import APPLIED, CONFLICTED, PLANNED, UNDO_CONFLICTED, UNDONE, Journal
+from hivecat.catalog.journal import (
+    APPLIED, CONFLICTED, PLANNED, UNDO_CONFLICTED, UNDONE, Journal, kind_code, state_code,
+)
 from hivecat.catalog.model import ObjectKind
 from hivecat.catalog.sql.limits import Capacity, capacity
 from hivecat.catalog.sql.schema import HmsSchema
@@ -108,12 +110,6 @@ def can_grow(plan: RelocationPlan, cap: Capacity) -> bool:
     return any(new is None or size(new) > size(old) for old, new in _spellings(plan.old, plan.new))
 
 
-def _chunk_of(key: sa.ColumnElement, chunk_size: int | None) -> sa.ColumnElement:
-    if not chunk_size:
-        return sa.literal(0)
-    return (key - key % chunk_size) / chunk_size  # floor division in both dialects' integer arithmetic
-
-
 def params_under(conn: sa.Connection, target: Target, plan: RelocationPlan) -> tuple[bool, bool]:
     """Whether the parameter table of `target` holds any caller-named key, and any other key, with a
     value under the old prefix, whoever owns it. Usually neither: one scan of that table alone says so
@@ -193,12 +189,12 @@ def write_plan(conn: sa.Connection, s: HmsSchema, journal: Journal, run_id: str,
         if target.param_keyed and not params_under(conn, target, plan)[0]:
             continue  # nothing to plan (a plain read: a row written from now on is the next run's)
         rows = sa.select(
-            sa.literal(run_id), sa.literal(target.kind.value), sub.c.key1, sub.c.key2, sub.c.tbl_id,
-            _chunk_of(sub.c.key1, plan.chunk_size), sub.c.value, sa.literal(state),
+            sa.literal(journal.run_no(conn, run_id)), sa.literal(kind_code(target.kind)), sub.c.key1, sub.c.key2,
+            sub.c.tbl_id, sub.c.value, sa.literal(state_code(state)),
         )
-        # Only what undo needs: the old value (the new one is recomputed, see new_value).
+        # Only what undo needs: the old value (the new one is recomputed, see new_value); a chunk is a key range.
         result = conn.execute(e.insert().from_select(
-            ["run_id", "kind", "key1", "key2", "tbl_id", "chunk", "old_value", "state"], rows))
+            ["run_no", "kind", "key1", "key2", "tbl_id", "old_value", "state"], rows))
         written[target.kind] = written.get(target.kind, 0) + result.rowcount
     return written
 
@@ -241,7 +237,8 @@ def too_long_planned(conn: sa.Connection, journal: Journal, plan: RelocationPlan
             continue
         new_length = cap.length(_rewritten(e.c.old_value, plan))
         rows = conn.execute(sa.select(e.c.key1, e.c.tbl_id, e.c.old_value, new_length)
-                            .where(e.c.run_id == run_id, e.c.kind == target.kind.value, new_length > cap.limit)
+                            .where(e.c.run_no == journal.run_no(conn, run_id), e.c.kind == kind_code(target.kind),
+                                   new_length > cap.limit)
                             .order_by(e.c.key1, e.c.key2).limit(limit - len(found)))
         found += [TooLong(target, int(r[0]), r[1], r[2], int(r[3]), cap) for r in rows]
     return found
@@ -261,7 +258,8 @@ def rewrite_planned(conn: sa.Connection, journal: Journal, target: Target, run_i
     e, b = journal.entries, target.base
     current = b.c[target.value]
     keys: list[sa.ColumnElement] = [b.c[target.key1]]
-    planned_keys = sa.select(e.c.key1).where(e.c.run_id == run_id, e.c.kind == target.kind.value)
+    planned_keys = sa.select(e.c.key1).where(e.c.run_no == journal.run_no(conn, run_id),
+                                             e.c.kind == kind_code(target.kind))
     if target.key2:
         keys.append(sa.cast(b.c[target.key2], sa.String(256)))
         planned_keys = planned_keys.add_columns(e.c.key2)
@@ -311,9 +309,10 @@ def one_target_per_kind(targets: list[Target]) -> dict[ObjectKind, Target]:
     return {t.kind: t for t in targets}
 
 
-def swap(conn: sa.Connection, journal: Journal, target: Target, run_id: str, chunk: int | None,
+def swap(conn: sa.Connection, journal: Journal, target: Target, run_id: str, chunk: tuple[int, int] | None,
          moves: RelocationPlan | Moves, *, undo: bool = False) -> None:
-    """Move journal values into the base table where it still holds the expected value.
+    """Move journal values into the base table where it still holds the expected value; chunk: (chunk, size),
+    the entries of one key range (Journal.key_range), else all.
 
     Forward: expects old_value, writes new_value, planned -> applied (leftovers: conflicted).
     Undo: expects new_value, writes old_value, applied -> undone (leftovers: undo-conflicted).
@@ -322,14 +321,15 @@ def swap(conn: sa.Connection, journal: Journal, target: Target, run_id: str, chu
     """
     e, b = journal.entries, target.base
     expect, write = (new_value(e, moves), e.c.old_value) if undo else (e.c.old_value, new_value(e, moves))
-    from_state, to_state, leftover = (APPLIED, UNDONE, UNDO_CONFLICTED) if undo else (PLANNED, APPLIED, CONFLICTED)
+    from_state, to_state, leftover = (state_code(s) for s in (
+        (APPLIED, UNDONE, UNDO_CONFLICTED) if undo else (PLANNED, APPLIED, CONFLICTED)))
     current = b.c[target.value]
-    selected = [e.c.run_id == run_id, e.c.kind == target.kind.value, e.c.state == from_state,
-                e.c.key1 == b.c[target.key1]]
+    ours = [e.c.run_no == journal.run_no(conn, run_id), e.c.kind == kind_code(target.kind)]
+    if chunk is not None:
+        ours += journal.key_range(*chunk)
+    selected = [*ours, e.c.state == from_state, e.c.key1 == b.c[target.key1]]
     if target.key2:
         selected.append(e.c.key2 == sa.cast(b.c[target.key2], sa.String(256)))
-    if chunk is not None:
-        selected.append(e.c.chunk == chunk)
     cap = capacity(current, conn.dialect.name)
     if cap is not None:
         selected.append(cap.fits(write))
@@ -337,15 +337,11 @@ def swap(conn: sa.Connection, journal: Journal, target: Target, run_id: str, chu
     if conn.dialect.name == "postgresql":
         moved = (sa.update(b).where(*selected, current == expect).values({current: write})
                  .returning(e.c.key1, e.c.key2).cte("moved"))
-        conn.execute(sa.update(e).where(e.c.run_id == run_id, e.c.kind == target.kind.value,
-                                        e.c.key1 == moved.c.key1, e.c.key2 == moved.c.key2)
+        conn.execute(sa.update(e).where(*ours, e.c.key1 == moved.c.key1, e.c.key2 == moved.c.key2)
                      .values(state=to_state).add_cte(moved))
     else:
         # Byte-exact compare: MySQL collations fold case and ignore trailing spaces.
         same = sa.cast(current, sa.LargeBinary) == sa.cast(expect, sa.LargeBinary)
         conn.execute(sa.update(b).where(*selected, same).values({current: write, e.c.state: to_state}))
 
-    leftovers = [e.c.run_id == run_id, e.c.kind == target.kind.value, e.c.state == from_state]
-    if chunk is not None:
-        leftovers.append(e.c.chunk == chunk)
-    conn.execute(sa.update(e).where(*leftovers).values(state=leftover))
+    conn.execute(sa.update(e).where(*ours, e.c.state == from_state).values(state=leftover))
