@@ -257,7 +257,7 @@ def postgresql_figures(partitions: int) -> dict:
         for n in range(ROUNDS):
             old, new = (hms_rows.NEW_ROOT, hms_rows.OLD_ROOT) if n % 2 else (hms_rows.OLD_ROOT, hms_rows.NEW_ROOT)
             floor_runs.append(timed(f"PostgreSQL bare UPDATE, round {n + 1}",
-                                    lambda: pg_rows.floor_update(urls[1], old, new)))
+                                    lambda: floor_update(PG_SERVER_URL, names[1], old, new)))
             run = timed(f"PostgreSQL hivecat, round {n + 1}",
                         lambda: hivecat_relocate(PG_SERVER_URL, names[0], f"hivecat_journal{n}", old, new))
             hivecat_runs.append(run.seconds)

@@ -61,16 +61,19 @@ def anchored_like(prefix: str) -> str:
 def floor_update(server_url: str, name: str, old: str = OLD_ROOT, new: str = NEW_ROOT) -> float:
     """The least any SQL rewrite can do: anchored set-based UPDATEs, no journal, no compare-and-set.
 
-    The HMS database is latin1_bin, so = and LIKE compare bytes: as exact as hivecat's match here.
+    The HMS database is latin1_bin on MariaDB, so = and LIKE compare bytes; on PostgreSQL, LIKE under "C" does:
+    as exact as hivecat's match here.
     """
     engine = sa.create_engine(sa.make_url(server_url).set(database=name))
+    quote, postgresql = engine.dialect.identifier_preparer.quote, engine.dialect.name == "postgresql"
+    exact, new_text = (' COLLATE "C"', "CAST(:new AS TEXT)") if postgresql else ("", ":new")
     try:
         began = time.monotonic()
         with engine.begin() as conn:
-            for table, column in (("SDS", "LOCATION"), ("DBS", "DB_LOCATION_URI")):
+            for table, column in ((quote("SDS"), quote("LOCATION")), (quote("DBS"), quote("DB_LOCATION_URI"))):
                 conn.execute(sa.text(
-                    f"UPDATE {table} SET {column} = CONCAT(:new, SUBSTRING({column}, :rest)) "
-                    f"WHERE {column} = :old OR {column} LIKE :under"),
+                    f"UPDATE {table} SET {column} = CONCAT({new_text}, SUBSTRING({column}, :rest)) "
+                    f"WHERE {column} = :old OR {column}{exact} LIKE :under"),
                     {"new": new, "rest": len(old) + 1, "old": old, "under": anchored_like(old)})
         return time.monotonic() - began
     finally:

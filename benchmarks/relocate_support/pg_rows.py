@@ -10,13 +10,12 @@ one catalog under OLD_ROOT; the table `sales.events` then gets N partitions by s
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import sqlalchemy as sa
 
 from relocate_support.contenders import anchored_like
-from relocate_support.hms_rows import NEW_ROOT, OLD_ROOT
+from relocate_support.hms_rows import OLD_ROOT
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 from support.hms_shapes import CatalogLayout, create_shape  # noqa: E402  (the tests' shape, reused)
@@ -52,23 +51,6 @@ def build(url: str, partitions: int) -> None:
                 conn.execute(sa.text(statement), {"n": partitions})
         with engine.connect() as conn:
             conn.execution_options(isolation_level="AUTOCOMMIT").execute(sa.text("VACUUM ANALYZE"))
-    finally:
-        engine.dispose()
-
-
-def floor_update(url: str, old: str = OLD_ROOT, new: str = NEW_ROOT) -> float:
-    """The bare anchored UPDATEs of SDS and DBS on PostgreSQL (as contenders.floor_update on MariaDB; "C"
-    compares bytes, as exact as hivecat's match)."""
-    engine = sa.create_engine(url)
-    try:
-        began = time.monotonic()
-        with engine.begin() as conn:
-            for table, column in (("SDS", "LOCATION"), ("DBS", "DB_LOCATION_URI")):
-                conn.execute(sa.text(
-                    f'UPDATE "{table}" SET "{column}" = :new || substr("{column}", :rest) '
-                    f'WHERE "{column}" = :old OR "{column}" COLLATE "C" LIKE :under'),
-                    {"new": new, "rest": len(old) + 1, "old": old, "under": anchored_like(old)})
-        return time.monotonic() - began
     finally:
         engine.dispose()
 

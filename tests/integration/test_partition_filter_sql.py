@@ -143,11 +143,15 @@ def test_sql_rewrite_matches_rebase_on_nasty_locations(database: Database, old: 
     assert_same_as_python(database, table, locations, old, new)
 
 
+def unicode_table(db: Database, charset: str) -> sa.Table:
+    if db.kind != "mariadb" and charset != "utf8mb4":
+        pytest.skip("PostgreSQL has one encoding per database; utf16 is a MariaDB column character set")
+    return locations_table(db, unicode=True, charset=charset)
+
+
 @pytest.mark.parametrize("charset", ["utf8mb4", "utf16"])
 def test_sql_rewrite_matches_rebase_in_unicode_columns(database: Database, charset: str) -> None:
-    if database.kind != "mariadb" and charset != "utf8mb4":
-        pytest.skip("PostgreSQL has one encoding per database; utf16 is a MariaDB column character set")
-    table = locations_table(database, unicode=True, charset=charset)
+    table = unicode_table(database, charset)
     locations = list(dict.fromkeys(JUNK + [v for prefix, _ in PAIRS for v in near_misses(prefix)]))
     for old, new in PAIRS:
         assert_same_as_python(database, table, locations, old, new)
@@ -157,9 +161,7 @@ def test_sql_rewrite_matches_rebase_in_unicode_columns(database: Database, chars
 def test_sql_folds_ascii_case_only(database: Database, charset: str) -> None:
     # Letters that lower or upper to ASCII (the Kelvin sign, dotless i, long s) must not pass for it: MariaDB's
     # LOWER() turns the Kelvin sign into 'k' in a utf8mb4 column.
-    if database.kind != "mariadb" and charset != "utf8mb4":
-        pytest.skip("PostgreSQL has one encoding per database; utf16 is a MariaDB column character set")
-    table = locations_table(database, unicode=True, charset=charset)
+    table = unicode_table(database, charset)
     locations = ["hdfs://k/w/t", "hdfs://K/w/t", "hdfs://\u212a/w/t", "hdfs://\u0131/w", "hdfs://I/w",
                  "hdfs://\u0130/w", "hdfs://\u017f/w", "hdfs://S/w", "hdfs://\u0391/w", "hdfs://\uff4b/w/t"]
     for old in ("hdfs://k/w", "hdfs://i/w", "hdfs://s/w"):
