@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 import time
 import urllib.request
 from pathlib import Path
@@ -38,6 +37,7 @@ from kube.operator import HIVECAT, OperatorProcess
 from support.catalog_db import journal, metastore_db  # noqa: F401
 from support.hdfs import HdfsCluster, hadoop_jar_dir, hdfs_cluster  # noqa: F401
 from support.kube_resources import aws_secret, container_env, events, secret_values, status_of, wait_for
+from support.sales_orders import ROWS, spark_script
 from support.scrape import sample, scrape
 from support.services import MotoServer, mariadb_server, moto, moto_server, scratch_mariadb  # noqa: F401
 from support.thrift_catalog import serving
@@ -52,20 +52,7 @@ RELEASE, RELEASE_NS, NS = "hivecat", "hivecat-system", "data-platform"
 FULLNAME = RELEASE  # the chart names its objects after a release that holds its name
 BUCKET, DR = "acme-analytics-dr", "s3://acme-analytics-dr/warehouse"  # as examples/clusterstorage-s3-dr.yaml has it
 DAYS = ("2026-11-01", "2026-11-02", "2026-11-03")
-ROWS = "ROWS [(1, 'a', '2026-11-01'), (2, 'b', '2026-11-01'), (3, 'c', '2026-11-02'), (4, 'd', '2026-11-03')]"
-SPARK = textwrap.dedent("""
-    import sys
-    from pyspark.sql import SparkSession
-    spark = SparkSession.builder.master("local[1]").enableHiveSupport().getOrCreate()
-    if sys.argv[1] == "create":
-        spark.sql(f"CREATE DATABASE sales LOCATION '{sys.argv[2]}/user/hive/warehouse/sales.db'")
-        spark.sql("CREATE TABLE sales.orders (id INT, v STRING) PARTITIONED BY (dt STRING) STORED AS PARQUET")
-        spark.sql("INSERT INTO sales.orders PARTITION (dt) VALUES (1, 'a', '2026-11-01'), (2, 'b', '2026-11-01'),"
-                  " (3, 'c', '2026-11-02'), (4, 'd', '2026-11-03')")
-    rows = spark.sql("SELECT id, v, dt FROM sales.orders ORDER BY id").collect()
-    print("ROWS", [(r.id, r.v, r.dt) for r in rows])
-    spark.stop()
-""")
+SPARK = spark_script("create", "/user/hive/warehouse/sales.db")
 # The examples whose backends this test does not provide, and the reason each one states.
 NOT_HERE = {
     "dev": "MetastoreUnreachable",  # its Derby metastore pod is not run here; the operator cannot reach it

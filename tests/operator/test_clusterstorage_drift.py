@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -35,6 +34,7 @@ from support.hive_image import STANDIN_PORT_ENV, StandInImage
 from support.hive_metastores import HIVE3
 from support.kube_resources import apply, events, get, password_secret, status_of, wait_for, wait_reason
 from support.location_dump import dump_locations
+from support.sales_orders import spark_script
 from support.scrape import sample, scrape
 from support.services import unique_name
 
@@ -46,20 +46,7 @@ FAST_FAIL = {"spark.hadoop.ipc.client.connect.max.retries": "0",
              "spark.hadoop.ipc.client.connect.max.retries.on.timeouts": "0",
              "spark.hadoop.ipc.client.connect.timeout": "2000"}
 
-SPARK_CLIENT = textwrap.dedent("""
-    import sys
-    from pyspark.sql import SparkSession
-    spark = SparkSession.builder.master("local[1]").enableHiveSupport().getOrCreate()
-    if sys.argv[1] == "write":
-        spark.sql(f"CREATE DATABASE sales LOCATION '{sys.argv[2]}/warehouse/sales.db'")
-        spark.sql("CREATE TABLE sales.orders (id INT, v STRING) PARTITIONED BY (dt STRING) STORED AS PARQUET")
-        spark.sql("INSERT INTO sales.orders PARTITION (dt) VALUES (1, 'a', '2026-11-01'), (2, 'b', '2026-11-01'),"
-                  " (3, 'c', '2026-11-02'), (4, 'd', '2026-11-03')")
-    spark.sql("REFRESH TABLE sales.orders")
-    rows = spark.sql("SELECT id, v, dt FROM sales.orders ORDER BY id").collect()
-    print("ROWS", [(r.id, r.v, r.dt) for r in rows])
-    spark.stop()
-""")
+SPARK_CLIENT = spark_script("write", "/warehouse/sales.db", before_read='spark.sql("REFRESH TABLE sales.orders")')
 
 
 def spark_client(conf_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import textwrap
 import time
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from kube.clients import Client
 from support.crds import declared_status
 from support.kube_resources import apply, events, get, status_of, wait_for, wait_reason
 from support.location_dump import dump_locations
+from support.sales_orders import spark_script
 from support.scrape import sample, scrape
 from support.spark_crd import CRD_NAME as SPARK_CRD
 from support.spark_crd import spark_application_crd
@@ -40,22 +40,11 @@ from support.thrift_catalog import served_catalog
 
 DAYS = ("2026-11-01", "2026-11-02", "2026-11-03")
 IMAGE = "registry.example.com/hivecat:1.0"
-SPARK = textwrap.dedent("""
-    import sys
-    from pyspark.sql import SparkSession
-    spark = SparkSession.builder.master("local[1]").enableHiveSupport().getOrCreate()
-    if sys.argv[1] == "create":
-        spark.sql(f"CREATE DATABASE sales LOCATION '{sys.argv[2]}/warehouse/sales.db'")
-        spark.sql("CREATE TABLE sales.orders (id INT, v STRING) PARTITIONED BY (dt STRING) STORED AS PARQUET")
-        spark.sql("INSERT INTO sales.orders PARTITION (dt) VALUES (1, 'a', '2026-11-01'), (2, 'b', '2026-11-01'),"
-                  " (3, 'c', '2026-11-02'), (4, 'd', '2026-11-03')")
+SPARK = spark_script("create", "/warehouse/sales.db", branches="""
     elif sys.argv[1] == "add":
         spark.sql("INSERT INTO sales.orders PARTITION (dt='2026-11-04') VALUES (5, 'e')")
     elif sys.argv[1] == "write-while-failed-over":  # a new partition, and a row into one that was copied
         spark.sql("INSERT INTO sales.orders PARTITION (dt) VALUES (6, 'f', '2026-11-05'), (7, 'g', '2026-11-02')")
-    rows = spark.sql("SELECT id, v, dt FROM sales.orders ORDER BY id").collect()
-    print("ROWS", [(r.id, r.v, r.dt) for r in rows])
-    spark.stop()
 """)
 
 
