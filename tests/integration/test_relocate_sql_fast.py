@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
-from hivecat.catalog.journal import APPLIED, state_code
-from hivecat.catalog.model import RelocationRefused, RelocationRequest
+from hivecat.catalog.journal import APPLIED, kind_code, state_code
+from hivecat.catalog.model import ObjectKind, RelocationRefused, RelocationRequest
 from hivecat.catalog.sql.catalog import SqlCatalog
 from hivecat.local.scratch_db import drop_database
 from hivecat.locations.prefix import rebase
@@ -194,8 +194,10 @@ def test_an_unrestricted_run_rewrites_each_column_with_one_update_and_undoes_exa
     assert dump_all(url, metadata) == before
 
 
-# A row under the prefix that no plan reaches: the column-wide UPDATE would count it, so it is rolled back.
-def test_a_row_outside_the_plan_sends_the_run_back_to_its_planned_keys(one_catalog):
+# A row under the prefix that no plan reaches: the column-wide UPDATE would count it, so it is rolled back
+# (SAME_LENGTH: after unpacking the plan's blocks).
+@pytest.mark.parametrize("new", [NEW, "hdfs://nm:8020/warehouse"], ids=["entries", "packed"])
+def test_a_row_outside_the_plan_sends_the_run_back_to_its_planned_keys(one_catalog, new):
     url, metadata, catalog = one_catalog
     sds, serdes = metadata.tables["SDS"], metadata.tables["SERDES"]
     engine = sa.create_engine(url)
@@ -206,7 +208,7 @@ def test_a_row_outside_the_plan_sends_the_run_back_to_its_planned_keys(one_catal
                                          IS_STOREDASSUBDIRECTORIES=False, LOCATION=orphan, NUM_BUCKETS=-1,
                                          OUTPUT_FORMAT="o", SERDE_ID=999))
     sent = _statements(catalog)
-    report = catalog.relocate(RelocationRequest(OLD, NEW))
+    report = catalog.relocate(RelocationRequest(OLD, new))
     assert report.conflicted == 0
     assert [s for s in sent if s.startswith("ROLLBACK TO SAVEPOINT")]  # the column-wide SDS UPDATE, undone
     with engine.connect() as conn:
@@ -215,4 +217,68 @@ def test_a_row_outside_the_plan_sends_the_run_back_to_its_planned_keys(one_catal
         conn.execute(serdes.delete().where(serdes.c.SERDE_ID == 999))
         conn.commit()
     engine.dispose()
-    assert dump_all(url, metadata) == expected_dump(metadata, VERSION, [layout("hive", NEW)])
+    assert dump_all(url, metadata) == expected_dump(metadata, VERSION, [layout("hive", new)])
+    assert catalog.undo(report.run_id).rewritten == report.rewritten
+
+
+SAME_LENGTH = "hdfs://nm:8020/warehouse"  # as long as OLD: no capacity check, so the plan is packed
+# Every latin1 byte from 0x80 up (MariaDB's latin1 is cp1252: 0x81, 0x8D, 0x8F, 0x90, 0x9D included), JSON's
+# escapes, SQL's wildcards.
+ODD = sa.func.concat(OLD + "/hive/odd/", sa.literal_column("_latin1 X'" + "".join(f"{c:02X}" for c in range(0x80, 0x100))
+                                                           + "'"), "\"\\\t\x01%_'")
+
+
+def _packed(catalog: SqlCatalog, run_id: str) -> tuple[dict[int, int], int]:
+    """kind code -> entries held in the run's blocks, and the run's unpacked entries."""
+    b, e = catalog.journal.blocks, catalog.journal.entries
+    with catalog.engine.connect() as conn:
+        run_no = catalog.journal.run_no(conn, run_id)
+        blocks = dict(conn.execute(sa.select(b.c.kind, sa.func.sum(b.c.entries)).where(b.c.run_no == run_no)
+                                   .group_by(b.c.kind)).all())
+        entries = conn.execute(sa.select(sa.func.count()).where(e.c.run_no == run_no)).scalar_one()
+    return {kind: int(n) for kind, n in blocks.items()}, entries
+
+
+# Packed entries (journal blocks) on the hand-written shape with a value no real schema test holds: every
+# latin1 byte, JSON escapes. The benchmark packs 1M real-schema partitions and checks locations.
+def test_a_whole_catalog_run_packs_its_storage_descriptor_entries_and_undoes_them_exactly(one_catalog):
+    url, metadata, catalog = one_catalog
+    sds, parts = metadata.tables["SDS"], metadata.tables["PARTITIONS"]
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        sd_id = conn.execute(sa.select(parts.c.SD_ID).where(parts.c.PART_ID == PLANNED_PART)).scalar_one()
+        conn.execute(sds.update().where(sds.c.SD_ID == sd_id).values(LOCATION=ODD))
+        odd = conn.execute(sa.select(sds.c.LOCATION).where(sds.c.SD_ID == sd_id)).scalar_one()
+        exact = sa.select(sa.func.hex(sds.c.LOCATION)).where(sds.c.SD_ID == sd_id)
+        odd_bytes = conn.execute(exact).scalar_one()
+    assert odd_bytes.endswith("".join(f"{c:02X}" for c in range(0x80, 0x100)) + "225C0901255F27")
+    before = dump_all(url, metadata)
+    report = catalog.relocate(RelocationRequest(OLD, SAME_LENGTH))
+    assert report.conflicted == 0 and report.rewritten > 0
+    blocks, entries = _packed(catalog, report.run_id)
+    assert set(blocks) >= {kind_code(ObjectKind.TABLE), kind_code(ObjectKind.PARTITION)}
+    assert sum(blocks.values()) + entries == report.rewritten  # every entry once, packed or not
+    assert report.tables_touched and report.sample
+    assert [run.rows for run in catalog.history()] == [report.rewritten]
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(sds.c.LOCATION).where(sds.c.SD_ID == sd_id)).scalar_one() \
+            == rebase(odd, OLD, SAME_LENGTH)
+
+    undone = catalog.undo(report.run_id)
+    assert undone.rewritten == report.rewritten and undone.conflicted == 0
+    assert dump_all(url, metadata) == before
+    with engine.connect() as conn:
+        assert conn.execute(exact).scalar_one() == odd_bytes  # byte for byte
+    engine.dispose()
+    assert _packed(catalog, report.run_id) == ({}, report.rewritten)  # unpacked into entries by the undo
+
+
+# Servers without JSON_TABLE (MySQL 5.7, MariaDB before 10.6) journal entry by entry: the same run, unpacked.
+def test_without_json_table_every_entry_is_journaled_alone(one_catalog, monkeypatch):
+    url, metadata, catalog = one_catalog
+    monkeypatch.setattr(catalog.journal, "_can_pack", False)
+    before = dump_all(url, metadata)
+    report = catalog.relocate(RelocationRequest(OLD, SAME_LENGTH))
+    assert _packed(catalog, report.run_id) == ({}, report.rewritten)
+    assert catalog.undo(report.run_id).rewritten == report.rewritten
+    assert dump_all(url, metadata) == before

@@ -16,6 +16,13 @@ so never renumbered), no chunk for SQL entries (a SQL chunk is a key1 range) and
 run's prefixes recompute it). Layout 1 (`hivecat_runs`, `hivecat_entries`: strings throughout, and in its
 oldest form new_value NOT NULL, no `object`, an index on (run_id, chunk, state)) is copied into this one by
 the first Journal.ensure that meets it, unfinished runs included, and then dropped.
+
+Blocks (`hivecat_journal_blocks`): MySQL/MariaDB's one-transaction path over the whole catalog writes the entries
+of a storage-descriptor kind packed, up to BLOCK_KEYS key1 values per row (a JSON array of [key1, key2, old
+value] per owning table and key range): a million single-row inserts cost about twice the bare UPDATE itself.
+Those entries are all applied when written; anything that needs them one by one (undo, the fallback to planned
+keys) first unpacks them into entries (Journal.unpack, same transaction). Servers without JSON_TABLE (MySQL
+before 8.0, MariaDB before 10.6) journal entry by entry.
 """
 
 from __future__ import annotations
@@ -74,13 +81,18 @@ RUNNING, DONE, FAILED, UNDOING, RUN_UNDONE = "running", "done", "failed", "undoi
 VALUE = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 
 
-RUNS, ENTRIES = "hivecat_journal_runs", "hivecat_journal_entries"
+# Packed entries are JSON text: utf8mb4, whatever the journal's charset, so no character is lost on the way.
+PAYLOAD = sa.Text().with_variant(mysql.LONGTEXT(charset="utf8mb4", collation="utf8mb4_bin"), "mysql", "mariadb")
+
+
+RUNS, ENTRIES, BLOCKS = "hivecat_journal_runs", "hivecat_journal_entries", "hivecat_journal_blocks"
+BLOCK_KEYS = 256  # key1 values per block: a block stays far below every server's packet and aggregate limits
 LAYOUT1_RUNS, LAYOUT1_ENTRIES = "hivecat_runs", "hivecat_entries"
 # SQLite numbers rows itself only for an INTEGER PRIMARY KEY.
 RUN_NO = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
-def journal_tables(schema: str | None) -> tuple[sa.MetaData, sa.Table, sa.Table]:
+def journal_tables(schema: str | None) -> tuple[sa.MetaData, sa.Table, sa.Table, sa.Table]:
     metadata = sa.MetaData(schema=schema)
     runs = sa.Table(
         RUNS, metadata,
@@ -113,7 +125,16 @@ def journal_tables(schema: str | None) -> tuple[sa.MetaData, sa.Table, sa.Table]
         # chunk. A SQL run finds its entries by the primary key's prefix (a chunk: a range of it), and an index
         # would cost a third of a 1M-row plan.
     )
-    return metadata, runs, entries
+    blocks = sa.Table(
+        BLOCKS, metadata,
+        sa.Column("run_no", sa.BigInteger, primary_key=True, autoincrement=False),
+        sa.Column("kind", sa.SmallInteger, primary_key=True, autoincrement=False),
+        sa.Column("tbl_id", sa.BigInteger, primary_key=True, autoincrement=False),  # owning table; 0: none
+        sa.Column("block", sa.BigInteger, primary_key=True, autoincrement=False),   # key1 // BLOCK_KEYS
+        sa.Column("entries", sa.Integer, nullable=False),
+        sa.Column("payload", PAYLOAD, nullable=False),  # JSON [[key1, key2, old_value], ...], all applied
+    )
+    return metadata, runs, entries, blocks
 
 
 CHUNK_INDEX = "hivecat_journal_entries_chunk"
@@ -180,9 +201,10 @@ class Journal:
     def __init__(self, engine: sa.Engine, schema: str | None):
         self.engine = engine
         self.schema = schema
-        self.metadata, self.runs, self.entries = journal_tables(schema)
+        self.metadata, self.runs, self.entries, self.blocks = journal_tables(schema)
         self.locks = lock_table(sa.MetaData(schema=schema))  # API backends only: SQL locks server-side
         self._run_numbers: dict[str, int] = {}  # run id -> run number: both never change
+        self._can_pack: bool | None = None
 
     def run_no(self, conn: sa.Connection, run_id: str) -> int:
         """The number of run `run_id`, which its entries carry."""
@@ -249,7 +271,7 @@ class Journal:
         """Statements of every kind a run sends, matching no row, in a transaction rolled back: a user who
         may read the journal but not write it is found before a run starts, not in its middle."""
         with self.engine.connect() as conn, conn.begin() as transaction:
-            for table in (self.runs, self.entries):
+            for table in (self.runs, self.entries, self.blocks):
                 columns = [table.c[name] for name in table.c.keys()]
                 conn.execute(table.insert().from_select(columns, sa.select(*columns).where(sa.false())))
                 conn.execute(table.update().where(sa.false()).values({columns[0].name: columns[0]}))
@@ -300,8 +322,10 @@ class Journal:
         conn.execute(self.runs.update().where(self.runs.c.run_id == run_id).values(**values))
 
     def history(self, conn: sa.Connection, catalog: str) -> list[JournaledRun]:
-        counts = (sa.select(self.entries.c.run_no, sa.func.count().label("rows"))
-                  .group_by(self.entries.c.run_no).subquery())
+        rows_of = sa.union_all(sa.select(self.entries.c.run_no, sa.literal(1).label("n")),
+                               sa.select(self.blocks.c.run_no, self.blocks.c.entries.label("n"))).subquery()
+        counts = (sa.select(rows_of.c.run_no, sa.func.sum(rows_of.c.n).label("rows"))
+                  .group_by(rows_of.c.run_no).subquery())
         rows = conn.execute(
             sa.select(self.runs, sa.func.coalesce(counts.c.rows, 0).label("rows"))
             .outerjoin(counts, counts.c.run_no == self.runs.c.run_no)
@@ -348,9 +372,46 @@ class Journal:
         run = self.run(conn, run_id)
         rows = conn.execute(sa.select(self.entries.c.old_value, self.entries.c.new_value)
                             .where(self._of_run(conn, run_id))
-                            .order_by(self.entries.c.kind, self.entries.c.key1, self.entries.c.key2).limit(limit))
+                            .order_by(self.entries.c.kind, self.entries.c.key1, self.entries.c.key2).limit(limit)).all()
+        if not rows:  # a packed run: the first block's entries
+            payload = conn.execute(sa.select(self.blocks.c.payload).where(self.blocks.c.run_no == self.run_no(conn, run_id))
+                                   .order_by(self.blocks.c.kind, self.blocks.c.tbl_id, self.blocks.c.block).limit(1)).scalar()
+            rows = [(old, None) for _, _, old in sorted(json.loads(payload or "[]"))[:limit]]
         return [(old, new if new is not None else rebase(old, run.old_prefix, run.new_prefix) or old)
                 for old, new in rows]
+
+    # --- packed entries (MySQL/MariaDB) ---------------------------------------------------------
+
+    def can_pack(self) -> bool:
+        """Whether this server unpacks blocks (JSON_TABLE: MySQL 8.0+, MariaDB 10.6+); asked once."""
+        if self._can_pack is None:
+            self._can_pack = False
+            if self.engine.dialect.name in ("mysql", "mariadb"):
+                with self.engine.connect() as conn:
+                    try:
+                        conn.execute(sa.text("SELECT COUNT(*) FROM JSON_TABLE('[[1]]', '$[*]' "
+                                             "COLUMNS (k BIGINT PATH '$[0]')) AS t")).scalar()
+                        self._can_pack = True
+                    except sa.exc.DBAPIError:
+                        pass
+        return self._can_pack
+
+    def unpack(self, conn: sa.Connection, run_id: str) -> int:
+        """Turn the run's blocks into one entry each (applied, as they were packed); how many."""
+        run_no = self.run_no(conn, run_id)
+        if conn.execute(sa.select(sa.func.count()).select_from(self.blocks)
+                        .where(self.blocks.c.run_no == run_no)).scalar_one() == 0:
+            return 0
+        quote = conn.dialect.identifier_preparer.format_table
+        unpacked = conn.execute(sa.text(
+            f"INSERT INTO {quote(self.entries)} (run_no, kind, key1, key2, tbl_id, old_value, state) "
+            "SELECT b.run_no, b.kind, j.key1, j.key2, NULLIF(b.tbl_id, 0), j.old_value, :applied "
+            f"FROM {quote(self.blocks)} AS b, JSON_TABLE(b.payload, '$[*]' COLUMNS ("
+            "key1 BIGINT PATH '$[0]', key2 VARCHAR(256) CHARACTER SET utf8mb4 PATH '$[1]', "
+            "old_value LONGTEXT CHARACTER SET utf8mb4 PATH '$[2]')) AS j WHERE b.run_no = :run_no"),
+            {"applied": state_code(APPLIED), "run_no": run_no}).rowcount
+        conn.execute(self.blocks.delete().where(self.blocks.c.run_no == run_no))
+        return unpacked
 
     # --- API backends (Glue, Thrift): entries keyed by ordinal, with the object's identity --------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 
 import sqlalchemy as sa
@@ -23,8 +24,8 @@ from hivecat.catalog.sql.locks import run_lock
 from hivecat.catalog.sql.params import SqlParams
 from hivecat.catalog.sql.refusals import SqlRefusals
 from hivecat.catalog.sql.relocation import (
-    Moves, RelocationPlan, count_in_scope, one_target_per_kind, rewrite_matching, rewrite_planned, sample_in_scope, swap,
-    tables_in_scope, unrestricted, write_plan,
+    Moves, RelocationPlan, count_in_scope, one_target_per_kind, packable, params_under, rewrite_matching,
+    rewrite_planned, sample_in_scope, swap, tables_in_scope, unrestricted, write_plan,
 )
 from hivecat.catalog.sql.schema import HmsSchema, detect_schema
 from hivecat.catalog.sql.targets import Target, build_targets
@@ -134,13 +135,25 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
             for kind, (n, _) in count_in_scope(conn, self.schema, only_refused).items():
                 report.count(kind).refused += n
         plan = RelocationPlan(plan.targets, scope, old, new, plan.param_keys, refused_ids, request.chunk_size)
-        if request.dry_run:  # a real run checks its journaled plan instead (_plan)
+        if request.dry_run:  # a real run checks its journaled plan instead (_plan), and counts after it
             self._refuse_too_long(conn, plan)
-        for kind, (n, skipped) in count_in_scope(conn, self.schema, plan, rewrites=request.dry_run).items():
-            report.count(kind).skipped += skipped
-            if request.dry_run:
-                report.count(kind).rewritten += n
+            self._count(conn, plan, report, rewrites=True)
         return plan, report
+
+    def _count(self, conn: sa.Connection, plan: RelocationPlan, report: RelocationReport, rewrites: bool) -> None:
+        """Add to `report` the rows in scope left alone (unnamed parameter keys) and, for rewrites, those the
+        plan rewrites."""
+        for kind, (n, skipped) in count_in_scope(conn, self.schema, plan, rewrites=rewrites).items():
+            report.count(kind).skipped += skipped
+            report.count(kind).rewritten += n
+
+    def _scan_params(self, plan: RelocationPlan) -> None:
+        """Whether each parameter table holds values under the old prefix (params_under), on a connection
+        of its own."""
+        with self.engine.connect() as conn:
+            for target in plan.targets:
+                if target.param_keyed:
+                    params_under(conn, target, plan)
 
     def _dry_run(self, request: RelocationRequest, old: LocationPrefix, new: LocationPrefix) -> RelocationReport:
         with self._run_lock(), self.engine.connect() as conn:
@@ -153,7 +166,13 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
                  progress: ChunkProgress | None) -> RelocationReport:
         with self.engine.connect() as conn:
             plan, report = self._prepare(conn, request, old, new)
-        run_id, applied = self._run(request, plan, progress)
+        # The parameter tables are scanned (a second per million rows each) on a second connection while the
+        # run plans its storage descriptors: the plan waits for a table's answer only when it reaches it.
+        with ThreadPoolExecutor(1, thread_name_prefix="hivecat-params") as pool:
+            pool.submit(self._scan_params, plan)
+            run_id, applied = self._run(request, plan, progress)
+        with self.engine.connect() as conn:  # rows left alone stay under the old prefix: counted after
+            self._count(conn, plan, report, rewrites=False)
         self._finish_report(report, run_id, APPLIED, CONFLICTED, applied)
         return report
 
@@ -162,6 +181,7 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
             run = self.journal.run(conn, run_id)
             moves = Moves(parse_prefix(run.old_prefix), parse_prefix(run.new_prefix))
             self.journal.set_status(conn, run_id, UNDOING)
+            self.journal.unpack(conn, run_id)  # undo compares and sets entry by entry
             for target in one_target_per_kind(self.targets).values():
                 swap(conn, self.journal, target, run_id, None, moves, undo=True)
         self._finish_report(report, run_id, UNDONE, UNDO_CONFLICTED)
@@ -179,11 +199,11 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
                 yield conn
 
     def _plan(self, conn: sa.Connection, request: RelocationRequest, plan: RelocationPlan,
-              state: str = PLANNED) -> tuple[str, dict[ObjectKind, int]]:
-        """A new run with its plan journaled, refused (rolled back with the caller's transaction) when a
-        new value would not fit its column."""
+              state: str = PLANNED, packed: frozenset[ObjectKind] = frozenset()) -> tuple[str, dict[ObjectKind, int]]:
+        """A new run with its plan journaled (kinds in `packed` as blocks), refused (rolled back with the
+        caller's transaction) when a new value would not fit its column."""
         run_id = self.journal.new_run(conn, self.name, request)
-        planned = write_plan(conn, self.schema, self.journal, run_id, plan, state)
+        planned = write_plan(conn, self.schema, self.journal, run_id, plan, state, packed)
         self._refuse_too_long(conn, plan, run_id)
         return run_id, planned
 
@@ -226,10 +246,13 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
         journaled as applied up front. Any count that differs from the plan rolls back everything, the plan
         included."""
         by_kind = one_target_per_kind(self.targets)
+        packed = packable(plan, self.engine.dialect.name) if self.journal.can_pack() else frozenset()
         with self._transaction() as conn:
-            run_id, planned = self._plan(conn, request, plan, APPLIED)
+            run_id, planned = self._plan(conn, request, plan, APPLIED, packed)
             applied = {kind: n for kind, n in planned.items() if n}
             done = self._rewrite_columns(conn, plan, applied, by_kind)
+            if packed & (set(applied) - set(done)):
+                self.journal.unpack(conn, run_id)  # rewrite_planned reads planned keys from entries
             for kind, n in applied.items():
                 if kind in done:
                     continue
@@ -267,10 +290,14 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
             report.tables_touched = self._tables_touched(conn, run_id, done_state)
 
     def _tables_touched(self, conn: sa.Connection, run_id: str, state: str) -> list[str]:
-        e, t, d = self.journal.entries, self.schema["TBLS"], self.schema["DBS"]
+        e, b, t, d = self.journal.entries, self.journal.blocks, self.schema["TBLS"], self.schema["DBS"]
+        run_no = self.journal.run_no(conn, run_id)
+        selects = [sa.select(e.c.tbl_id.label("tbl_id")).where(e.c.run_no == run_no, e.c.state == state_code(state))]
+        if state == APPLIED:  # blocks hold applied entries only
+            selects.append(sa.select(b.c.tbl_id).where(b.c.run_no == run_no))
+        ids = sa.union(*selects).subquery()
         rows = conn.execute(sa.select(d.c.NAME, t.c.TBL_NAME).distinct()
-                            .select_from(e.join(t, t.c.TBL_ID == e.c.tbl_id).join(d, d.c.DB_ID == t.c.DB_ID))
-                            .where(e.c.run_no == self.journal.run_no(conn, run_id), e.c.state == state_code(state))
+                            .select_from(ids.join(t, t.c.TBL_ID == ids.c.tbl_id).join(d, d.c.DB_ID == t.c.DB_ID))
                             .order_by(d.c.NAME, t.c.TBL_NAME))
         return [f"{db}.{name}" for db, name in rows]
 

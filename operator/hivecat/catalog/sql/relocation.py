@@ -18,12 +18,14 @@ Undo is the same statement with old and new swapped.
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 
 from hivecat.catalog.journal import (
-    APPLIED, CONFLICTED, PLANNED, UNDO_CONFLICTED, UNDONE, Journal, kind_code, state_code,
+    APPLIED, BLOCK_KEYS, CONFLICTED, PLANNED, UNDO_CONFLICTED, UNDONE, Journal, kind_code, state_code,
 )
 from hivecat.catalog.model import ObjectKind
 from hivecat.catalog.sql.limits import Capacity, capacity
@@ -46,8 +48,9 @@ class RelocationPlan:
     excluded_tables: tuple[int, ...] = ()
     chunk_size: int | None = None
     only_tables: tuple[int, ...] | None = None  # restrict to these tables' objects (counting refusals)
-    # parameter table -> (a caller-named key, an unnamed key) under the old prefix; see params_under
-    params_seen: dict[str, tuple[bool, bool]] = field(default_factory=dict, compare=False, repr=False)
+    # parameter table -> (a caller-named key, an unnamed key) under the old prefix, once known; see params_under
+    params_seen: dict[str, Future[tuple[bool, bool]]] = field(default_factory=dict, compare=False, repr=False)
+    params_lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
 
 
 def _scoped(plan: RelocationPlan, target: Target, s: HmsSchema, *, keys_selected: bool = True) -> sa.Subquery | None:
@@ -114,16 +117,27 @@ def params_under(conn: sa.Connection, target: Target, plan: RelocationPlan) -> t
     """Whether the parameter table of `target` holds any caller-named key, and any other key, with a
     value under the old prefix, whoever owns it. Usually neither: one scan of that table alone says so
     (remembered in the plan), sparing the owner joins of the count and of the plan, and the shared
-    locks a plan's INSERT ... SELECT would take on every parameter row it reads."""
+    locks a plan's INSERT ... SELECT would take on every parameter row it reads.
+    Thread-safe: a caller asking while another thread scans that table waits for its answer (a run scans
+    them on a second connection while it plans, see SqlCatalog._execute)."""
     name = target.base.name
-    if name not in plan.params_seen:
-        b = target.base
-        named = sa.cast(b.c[target.key2], sa.String(256)).in_(plan.param_keys)
-        row = conn.execute(sa.select(sa.func.max(sa.case((named, 1), else_=0)),
-                                     sa.func.max(sa.case((named, 0), else_=1)))
-                           .where(sql_match(b.c[target.value], plan.old))).one()
-        plan.params_seen[name] = (bool(row[0]), bool(row[1]))
-    return plan.params_seen[name]
+    with plan.params_lock:
+        seen = plan.params_seen.get(name)
+        mine = seen is None
+        if mine:
+            seen = plan.params_seen[name] = Future()
+    if mine:
+        try:
+            b = target.base
+            named = sa.cast(b.c[target.key2], sa.String(256)).in_(plan.param_keys)
+            row = conn.execute(sa.select(sa.func.max(sa.case((named, 1), else_=0)),
+                                         sa.func.max(sa.case((named, 0), else_=1)))
+                               .where(sql_match(b.c[target.value], plan.old))).one()
+            seen.set_result((bool(row[0]), bool(row[1])))
+        except BaseException as exc:
+            seen.set_exception(exc)
+            raise
+    return seen.result()
 
 
 def count_in_scope(conn: sa.Connection, s: HmsSchema, plan: RelocationPlan, *,
@@ -178,8 +192,9 @@ def tables_in_scope(conn: sa.Connection, s: HmsSchema, plan: RelocationPlan) -> 
 
 
 def write_plan(conn: sa.Connection, s: HmsSchema, journal: Journal, run_id: str, plan: RelocationPlan,
-               state: str = PLANNED) -> dict[ObjectKind, int]:
-    """Journal every row in scope as (key, old value, new value) in `state`; entries written per kind."""
+               state: str = PLANNED, packed: frozenset[ObjectKind] = frozenset()) -> dict[ObjectKind, int]:
+    """Journal every row in scope as (key, old value) in `state`; entries written per kind. Kinds in `packed`
+    are written as blocks (see journal.py: applied entries only, MySQL/MariaDB)."""
     e = journal.entries
     written: dict[ObjectKind, int] = {}
     for target in plan.targets:
@@ -188,6 +203,9 @@ def write_plan(conn: sa.Connection, s: HmsSchema, journal: Journal, run_id: str,
             continue
         if target.param_keyed and not params_under(conn, target, plan)[0]:
             continue  # nothing to plan (a plain read: a row written from now on is the next run's)
+        if target.kind in packed:
+            written[target.kind] = written.get(target.kind, 0) + _write_blocks(conn, journal, run_id, target, sub)
+            continue
         rows = sa.select(
             sa.literal(journal.run_no(conn, run_id)), sa.literal(kind_code(target.kind)), sub.c.key1, sub.c.key2,
             sub.c.tbl_id, sub.c.value, sa.literal(state_code(state)),
@@ -197,6 +215,44 @@ def write_plan(conn: sa.Connection, s: HmsSchema, journal: Journal, run_id: str,
             ["run_no", "kind", "key1", "key2", "tbl_id", "old_value", "state"], rows))
         written[target.kind] = written.get(target.kind, 0) + result.rowcount
     return written
+
+
+def packable(plan: RelocationPlan, dialect: str) -> frozenset[ObjectKind]:
+    """The kinds a locked run over the whole catalog journals as blocks: those of one target (a block's key
+    is the kind's, so two owner paths of one kind could collide), not parameters (few, and byte-counted
+    columns whose capacity check reads entries), and whose values need no capacity check."""
+    if not unrestricted(plan):
+        return frozenset()  # a restricted run rewrites by planned keys, read from entries
+    targets: dict[ObjectKind, list[Target]] = {}
+    for target in plan.targets:
+        targets.setdefault(target.kind, []).append(target)
+    return frozenset(kind for kind, of_kind in targets.items()
+                     if len(of_kind) == 1 and not of_kind[0].param_keyed
+                     and checked_capacity(of_kind[0], plan, dialect) is None)
+
+
+def _write_blocks(conn: sa.Connection, journal: Journal, run_id: str, target: Target, sub: sa.Subquery) -> int:
+    """One INSERT ... SELECT of the target's rows in scope, grouped into blocks; the entries written."""
+    b, run_no = journal.blocks, journal.run_no(conn, run_id)
+    tbl = sa.func.coalesce(sub.c.tbl_id, 0)
+    block = sub.c.key1.op("DIV")(BLOCK_KEYS)  # integer division (FLOOR of a DECIMAL quotient costs a second per 1M)
+    rows = (sa.select(sa.literal(run_no), sa.literal(kind_code(target.kind)), tbl, block, sa.func.count(),
+                      sa.func.json_arrayagg(sa.func.json_array(sub.c.key1, sub.c.key2, sub.c.value)))
+            .group_by(tbl, block).order_by(sa.null()))  # MariaDB sorts groups unless told not to
+    # MariaDB caps an aggregate at group_concat_max_len (1 MiB by default), cutting it with warning 1260: lifted
+    # for this statement, and any cut refused all the same (it would lose old values).
+    limit = conn.execute(sa.text("SELECT @@SESSION.group_concat_max_len")).scalar_one()
+    conn.execute(sa.text("SET SESSION group_concat_max_len = 4294967295"))
+    try:
+        conn.execute(b.insert().from_select(["run_no", "kind", "tbl_id", "block", "entries", "payload"], rows))
+        cut = [w for w in conn.execute(sa.text("SHOW WARNINGS")) if int(w[1]) == 1260]
+    finally:
+        conn.execute(sa.text(f"SET SESSION group_concat_max_len = {int(limit)}"))
+    if cut:
+        raise RuntimeError(f"{target.kind.value}: a journal block was cut ({cut[0][2]}); nothing was changed")
+    entries = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(b.c.entries), 0))
+                           .where(b.c.run_no == run_no, b.c.kind == kind_code(target.kind))).scalar_one()
+    return int(entries)
 
 
 @dataclass(frozen=True)
@@ -226,14 +282,22 @@ def too_long(conn: sa.Connection, s: HmsSchema, plan: RelocationPlan, limit: int
     return found
 
 
+def checked_capacity(target: Target, plan: RelocationPlan, dialect: str) -> Capacity | None:
+    """The capacity a run checks its planned new values of `target` against, or None when none can exceed it.
+    MySQL's byte-counted TEXT columns are checked even when nothing grows: the check measures UTF-8."""
+    cap = capacity(target.base.c[target.value], dialect)
+    if cap is None or (cap.unit == "characters" and not can_grow(plan, cap)):
+        return None
+    return cap
+
+
 def too_long_planned(conn: sa.Connection, journal: Journal, plan: RelocationPlan, run_id: str, limit: int) -> list[TooLong]:
     """too_long, read from a run's journal entries right after its plan (same transaction): one pass
     over values already rewritten instead of recomputing every rewrite over the scope."""
     e, found = journal.entries, []
     for target in one_target_per_kind(plan.targets).values():
-        cap = capacity(target.base.c[target.value], conn.dialect.name)
-        # MySQL's byte-counted TEXT columns are checked even when nothing grows: the check measures UTF-8.
-        if cap is None or len(found) >= limit or (cap.unit == "characters" and not can_grow(plan, cap)):
+        cap = checked_capacity(target, plan, conn.dialect.name)
+        if cap is None or len(found) >= limit:
             continue
         new_length = cap.length(_rewritten(e.c.old_value, plan))
         rows = conn.execute(sa.select(e.c.key1, e.c.tbl_id, e.c.old_value, new_length)
