@@ -148,12 +148,23 @@ def test_a_run_holds_a_lease_on_its_staging_while_it_works(tmp_path: Path, monke
 def test_leases_are_renewed_until_the_keeper_stops(tmp_path: Path) -> None:
     root = Location("file", "", str(tmp_path / f"{STAGING_PREFIX}r1"))
     filesystem = Storage().filesystem(root)
+
+    def expires_at() -> float:
+        # A lease is rewritten in place: a read that meets a renewal half-written sees none (write_lease), so
+        # the next one is read.
+        for _ in range(200):
+            lease = staging.read_lease(filesystem, root)
+            if lease is not None:
+                return lease.expires_at
+            time.sleep(0.005)
+        raise AssertionError("no whole lease read in 200 tries")
+
     with staging.LeaseKeeper(Storage(), [root], "r1", seconds=30, renew=0.05):
-        first = staging.read_lease(filesystem, root).expires_at
+        first = expires_at()
         time.sleep(0.3)
-        renewed = staging.read_lease(filesystem, root).expires_at
+        renewed = expires_at()
     time.sleep(0.2)
-    assert first < renewed == staging.read_lease(filesystem, root).expires_at  # no renewal after exit
+    assert first < renewed == expires_at()  # no renewal after exit
 
 
 @pytest.mark.parametrize("data", [b"", b"{", b"[]", b'{"run_id": 1}', b"[" * 100_000,
