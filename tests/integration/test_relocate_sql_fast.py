@@ -23,6 +23,7 @@ from support.services import unique_name
 
 OLD = "hdfs://nn:8020/warehouse"
 NEW = "hdfs://nn2:8020/warehouse"
+SAME_LENGTH = "hdfs://nm:8020/warehouse"  # as long as OLD: packed without a capacity check
 VERSION = 3
 PLANNED_PART = 1021  # the hive catalog's second partition: under OLD, so every run plans its rows
 
@@ -145,8 +146,10 @@ def test_fast_path_journals_every_value_and_undo_restores_exactly(shape, catalog
 
     e = catalog.journal.entries
     with catalog.engine.connect() as conn:
+        catalog.journal.unpack(conn, report.run_id)  # (rolled back: the storage descriptors' entries are packed)
         entries = conn.execute(sa.select(e.c.state, e.c.old_value, e.c.new_value)
                                .where(e.c.run_no == catalog.journal.run_no(conn, report.run_id))).all()
+        conn.rollback()
     assert {state for state, _, _ in entries} == {state_code(APPLIED)}
     assert len(entries) == report.rewritten
     # Exactly the values that changed, each journaled by its old value (the new one is the run's rebase of it).
@@ -195,8 +198,8 @@ def test_an_unrestricted_run_rewrites_each_column_with_one_update_and_undoes_exa
 
 
 # A row under the prefix that no plan reaches: the column-wide UPDATE would count it, so it is rolled back
-# (SAME_LENGTH: after unpacking the plan's blocks).
-@pytest.mark.parametrize("new", [NEW, "hdfs://nm:8020/warehouse"], ids=["entries", "packed"])
+# (after unpacking the plan's blocks; with and without a capacity check).
+@pytest.mark.parametrize("new", [NEW, SAME_LENGTH], ids=["growing", "same-length"])
 def test_a_row_outside_the_plan_sends_the_run_back_to_its_planned_keys(one_catalog, new):
     url, metadata, catalog = one_catalog
     sds, serdes = metadata.tables["SDS"], metadata.tables["SERDES"]
@@ -221,7 +224,6 @@ def test_a_row_outside_the_plan_sends_the_run_back_to_its_planned_keys(one_catal
     assert catalog.undo(report.run_id).rewritten == report.rewritten
 
 
-SAME_LENGTH = "hdfs://nm:8020/warehouse"  # as long as OLD: no capacity check, so the plan is packed
 # Every latin1 byte from 0x80 up (MariaDB's latin1 is cp1252: 0x81, 0x8D, 0x8F, 0x90, 0x9D included), JSON's
 # escapes, SQL's wildcards.
 ODD = sa.func.concat(OLD + "/hive/odd/", sa.literal_column("_latin1 X'" + "".join(f"{c:02X}" for c in range(0x80, 0x100))
@@ -271,14 +273,3 @@ def test_a_whole_catalog_run_packs_its_storage_descriptor_entries_and_undoes_the
         assert conn.execute(exact).scalar_one() == odd_bytes  # byte for byte
     engine.dispose()
     assert _packed(catalog, report.run_id) == ({}, report.rewritten)  # unpacked into entries by the undo
-
-
-# Servers without JSON_TABLE (MySQL 5.7, MariaDB before 10.6) journal entry by entry: the same run, unpacked.
-def test_without_json_table_every_entry_is_journaled_alone(one_catalog, monkeypatch):
-    url, metadata, catalog = one_catalog
-    monkeypatch.setattr(catalog.journal, "_can_pack", False)
-    before = dump_all(url, metadata)
-    report = catalog.relocate(RelocationRequest(OLD, SAME_LENGTH))
-    assert _packed(catalog, report.run_id) == ({}, report.rewritten)
-    assert catalog.undo(report.run_id).rewritten == report.rewritten
-    assert dump_all(url, metadata) == before

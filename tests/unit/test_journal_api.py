@@ -8,9 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 
 from hivecat.catalog.journal import (
+    parse_block,
     KIND_CODES, STATE_CODES, Journal, kind_code, kind_of, state_code, state_of,
 )
 from hivecat.catalog.model import ObjectKind
@@ -91,3 +93,18 @@ def test_the_stored_codes_of_kinds_and_states_never_change() -> None:
                            "failed": 6, "undo-failed": 7}
     assert all(kind_of(kind_code(kind)) is kind for kind in ObjectKind)
     assert all(state_of(state_code(state)) == state for state in STATE_CODES)
+
+
+def test_a_block_payload_reads_back_entry_by_entry() -> None:
+    # Lengths count characters: commas, digits and any character inside a value are just its characters.
+    entries = [(7, "", "hdfs://nn/w/p=1,2"), (12345678901, "path", "s3://b/ü€😀\x00,9,x"), (8, "3", "")]
+    payload = "".join(f"{k},{len(k2)},{k2}{len(v)},{v}" for k, k2, v in entries)
+    assert parse_block(payload) == entries
+    assert parse_block("") == []
+
+
+def test_a_cut_block_payload_is_refused() -> None:
+    with pytest.raises(ValueError):
+        parse_block("7,0,17,hdfs://nn/w/p=")  # the old value ends early
+    with pytest.raises(ValueError):
+        parse_block("7,0,")  # no length of the old value

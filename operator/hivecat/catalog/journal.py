@@ -18,11 +18,11 @@ oldest form new_value NOT NULL, no `object`, an index on (run_id, chunk, state))
 the first Journal.ensure that meets it, unfinished runs included, and then dropped.
 
 Blocks (`hivecat_journal_blocks`): MySQL/MariaDB's one-transaction path over the whole catalog writes the entries
-of a storage-descriptor kind packed, up to BLOCK_KEYS key1 values per row (a JSON array of [key1, key2, old
-value] per owning table and key range): a million single-row inserts cost about twice the bare UPDATE itself.
-Those entries are all applied when written; anything that needs them one by one (undo, the fallback to planned
-keys) first unpacks them into entries (Journal.unpack, same transaction). Servers without JSON_TABLE (MySQL
-before 8.0, MariaDB before 10.6) journal entry by entry.
+of a storage-descriptor kind packed, up to BLOCK_KEYS key1 values per row (per owning table and key range), as
+text: each entry `key1,len(key2),key2` `len(old),old` (lengths in characters; parse_block), so any character
+survives. A million single-row inserts cost about as much as the bare UPDATE itself. Those entries are all
+applied when written; anything that needs them one by one (undo, the fallback to planned keys, naming the
+values too long for their column) first unpacks them into entries (Journal.unpack, same transaction).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ RUNNING, DONE, FAILED, UNDOING, RUN_UNDONE = "running", "done", "failed", "undoi
 VALUE = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 
 
-# Packed entries are JSON text: utf8mb4, whatever the journal's charset, so no character is lost on the way.
+# Packed entries are text in utf8mb4, whatever the journal's charset: no character is lost on the way.
 PAYLOAD = sa.Text().with_variant(mysql.LONGTEXT(charset="utf8mb4", collation="utf8mb4_bin"), "mysql", "mariadb")
 
 
@@ -90,6 +90,27 @@ BLOCK_KEYS = 256  # key1 values per block: a block stays far below every server'
 LAYOUT1_RUNS, LAYOUT1_ENTRIES = "hivecat_runs", "hivecat_entries"
 # SQLite numbers rows itself only for an INTEGER PRIMARY KEY.
 RUN_NO = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+
+def parse_block(payload: str) -> list[tuple[int, str, str]]:
+    """(key1, key2, old value) of each entry of a block's payload: `key1,n,key2` then `m,old` per entry,
+    n and m the lengths of key2 and old in characters."""
+    entries, at = [], 0
+
+    def number(at: int) -> tuple[int, int]:
+        comma = payload.index(",", at)
+        return int(payload[at:comma]), comma + 1
+
+    while at < len(payload):
+        key1, at = number(at)
+        n, at = number(at)
+        key2, at = payload[at:at + n], at + n
+        m, at = number(at)
+        old, at = payload[at:at + m], at + m
+        if len(old) != m:
+            raise ValueError("a journal block ends inside an entry")
+        entries.append((key1, key2, old))
+    return entries
 
 
 def journal_tables(schema: str | None) -> tuple[sa.MetaData, sa.Table, sa.Table, sa.Table]:
@@ -132,7 +153,8 @@ def journal_tables(schema: str | None) -> tuple[sa.MetaData, sa.Table, sa.Table,
         sa.Column("tbl_id", sa.BigInteger, primary_key=True, autoincrement=False),  # owning table; 0: none
         sa.Column("block", sa.BigInteger, primary_key=True, autoincrement=False),   # key1 // BLOCK_KEYS
         sa.Column("entries", sa.Integer, nullable=False),
-        sa.Column("payload", PAYLOAD, nullable=False),  # JSON [[key1, key2, old_value], ...], all applied
+        sa.Column("payload", PAYLOAD, nullable=False),  # its entries, all applied (parse_block)
+        sa.Column("longest", sa.BigInteger),  # the longest new value, where the column's capacity is checked
     )
     return metadata, runs, entries, blocks
 
@@ -204,7 +226,6 @@ class Journal:
         self.metadata, self.runs, self.entries, self.blocks = journal_tables(schema)
         self.locks = lock_table(sa.MetaData(schema=schema))  # API backends only: SQL locks server-side
         self._run_numbers: dict[str, int] = {}  # run id -> run number: both never change
-        self._can_pack: bool | None = None
 
     def run_no(self, conn: sa.Connection, run_id: str) -> int:
         """The number of run `run_id`, which its entries carry."""
@@ -376,41 +397,37 @@ class Journal:
         if not rows:  # a packed run: the first block's entries
             payload = conn.execute(sa.select(self.blocks.c.payload).where(self.blocks.c.run_no == self.run_no(conn, run_id))
                                    .order_by(self.blocks.c.kind, self.blocks.c.tbl_id, self.blocks.c.block).limit(1)).scalar()
-            rows = [(old, None) for _, _, old in sorted(json.loads(payload or "[]"))[:limit]]
+            rows = [(old, None) for _, _, old in sorted(parse_block(payload or ""))[:limit]]
         return [(old, new if new is not None else rebase(old, run.old_prefix, run.new_prefix) or old)
                 for old, new in rows]
 
     # --- packed entries (MySQL/MariaDB) ---------------------------------------------------------
 
     def can_pack(self) -> bool:
-        """Whether this server unpacks blocks (JSON_TABLE: MySQL 8.0+, MariaDB 10.6+); asked once."""
-        if self._can_pack is None:
-            self._can_pack = False
-            if self.engine.dialect.name in ("mysql", "mariadb"):
-                with self.engine.connect() as conn:
-                    try:
-                        conn.execute(sa.text("SELECT COUNT(*) FROM JSON_TABLE('[[1]]', '$[*]' "
-                                             "COLUMNS (k BIGINT PATH '$[0]')) AS t")).scalar()
-                        self._can_pack = True
-                    except sa.exc.DBAPIError:
-                        pass
-        return self._can_pack
+        """Whether runs here may pack entries into blocks: MySQL/MariaDB (GROUP_CONCAT)."""
+        return self.engine.dialect.name in ("mysql", "mariadb")
 
     def unpack(self, conn: sa.Connection, run_id: str) -> int:
         """Turn the run's blocks into one entry each (applied, as they were packed); how many."""
-        run_no = self.run_no(conn, run_id)
-        if conn.execute(sa.select(sa.func.count()).select_from(self.blocks)
-                        .where(self.blocks.c.run_no == run_no)).scalar_one() == 0:
-            return 0
-        quote = conn.dialect.identifier_preparer.format_table
-        unpacked = conn.execute(sa.text(
-            f"INSERT INTO {quote(self.entries)} (run_no, kind, key1, key2, tbl_id, old_value, state) "
-            "SELECT b.run_no, b.kind, j.key1, j.key2, NULLIF(b.tbl_id, 0), j.old_value, :applied "
-            f"FROM {quote(self.blocks)} AS b, JSON_TABLE(b.payload, '$[*]' COLUMNS ("
-            "key1 BIGINT PATH '$[0]', key2 VARCHAR(256) CHARACTER SET utf8mb4 PATH '$[1]', "
-            "old_value LONGTEXT CHARACTER SET utf8mb4 PATH '$[2]')) AS j WHERE b.run_no = :run_no"),
-            {"applied": state_code(APPLIED), "run_no": run_no}).rowcount
-        conn.execute(self.blocks.delete().where(self.blocks.c.run_no == run_no))
+        b, run_no = self.blocks, self.run_no(conn, run_id)
+        keys = conn.execute(sa.select(b.c.kind, b.c.tbl_id, b.c.block).where(b.c.run_no == run_no)
+                            .order_by(b.c.kind, b.c.tbl_id, b.c.block)).all()
+        unpacked = 0
+        for start in range(0, len(keys), 64):  # some 16k entries at a time
+            batch = keys[start:start + 64]
+            rows = conn.execute(sa.select(b.c.kind, b.c.tbl_id, b.c.entries, b.c.payload).where(
+                b.c.run_no == run_no, sa.tuple_(b.c.kind, b.c.tbl_id, b.c.block).in_([tuple(k) for k in batch])))
+            entries = []
+            for kind, tbl_id, count, payload in rows:
+                parsed = parse_block(payload)
+                if len(parsed) != count:
+                    raise ValueError(f"run {run_id}: a journal block holds {len(parsed)} entries, not {count}")
+                entries += [{"run_no": run_no, "kind": kind, "key1": key1, "key2": key2, "tbl_id": tbl_id or None,
+                             "old_value": old, "state": state_code(APPLIED)} for key1, key2, old in parsed]
+            if entries:
+                conn.execute(self.entries.insert(), entries)
+            unpacked += len(entries)
+        conn.execute(b.delete().where(b.c.run_no == run_no))
         return unpacked
 
     # --- API backends (Glue, Thrift): entries keyed by ordinal, with the object's identity --------

@@ -246,7 +246,7 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
         journaled as applied up front. Any count that differs from the plan rolls back everything, the plan
         included."""
         by_kind = one_target_per_kind(self.targets)
-        packed = packable(plan, self.engine.dialect.name) if self.journal.can_pack() else frozenset()
+        packed = packable(plan) if self.journal.can_pack() else frozenset()
         with self._transaction() as conn:
             run_id, planned = self._plan(conn, request, plan, APPLIED, packed)
             applied = {kind: n for kind, n in planned.items() if n}

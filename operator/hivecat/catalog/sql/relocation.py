@@ -204,7 +204,7 @@ def write_plan(conn: sa.Connection, s: HmsSchema, journal: Journal, run_id: str,
         if target.param_keyed and not params_under(conn, target, plan)[0]:
             continue  # nothing to plan (a plain read: a row written from now on is the next run's)
         if target.kind in packed:
-            written[target.kind] = written.get(target.kind, 0) + _write_blocks(conn, journal, run_id, target, sub)
+            written[target.kind] = written.get(target.kind, 0) + _write_blocks(conn, journal, run_id, plan, target, sub)
             continue
         rows = sa.select(
             sa.literal(journal.run_no(conn, run_id)), sa.literal(kind_code(target.kind)), sub.c.key1, sub.c.key2,
@@ -217,34 +217,39 @@ def write_plan(conn: sa.Connection, s: HmsSchema, journal: Journal, run_id: str,
     return written
 
 
-def packable(plan: RelocationPlan, dialect: str) -> frozenset[ObjectKind]:
+def packable(plan: RelocationPlan) -> frozenset[ObjectKind]:
     """The kinds a locked run over the whole catalog journals as blocks: those of one target (a block's key
-    is the kind's, so two owner paths of one kind could collide), not parameters (few, and byte-counted
-    columns whose capacity check reads entries), and whose values need no capacity check."""
+    is the kind's, so two owner paths of one kind could collide), not parameters (few, and rewritten by
+    planned keys, read from entries)."""
     if not unrestricted(plan):
         return frozenset()  # a restricted run rewrites by planned keys, read from entries
     targets: dict[ObjectKind, list[Target]] = {}
     for target in plan.targets:
         targets.setdefault(target.kind, []).append(target)
-    return frozenset(kind for kind, of_kind in targets.items()
-                     if len(of_kind) == 1 and not of_kind[0].param_keyed
-                     and checked_capacity(of_kind[0], plan, dialect) is None)
+    return frozenset(kind for kind, of_kind in targets.items() if len(of_kind) == 1 and not of_kind[0].param_keyed)
 
 
-def _write_blocks(conn: sa.Connection, journal: Journal, run_id: str, target: Target, sub: sa.Subquery) -> int:
-    """One INSERT ... SELECT of the target's rows in scope, grouped into blocks; the entries written."""
+def _write_blocks(conn: sa.Connection, journal: Journal, run_id: str, plan: RelocationPlan, target: Target,
+                  sub: sa.Subquery) -> int:
+    """One INSERT ... SELECT of the target's rows in scope, grouped into blocks, each with its longest new
+    value when the column's capacity is checked (too_long_planned); the entries written."""
     b, run_no = journal.blocks, journal.run_no(conn, run_id)
     tbl = sa.func.coalesce(sub.c.tbl_id, 0)
     block = sub.c.key1.op("DIV")(BLOCK_KEYS)  # integer division (FLOOR of a DECIMAL quotient costs a second per 1M)
+    cap = checked_capacity(target, plan, conn.dialect.name)
+    longest = sa.null() if cap is None else sa.func.max(cap.length(_rewritten(sub.c.value, plan)))
     rows = (sa.select(sa.literal(run_no), sa.literal(kind_code(target.kind)), tbl, block, sa.func.count(),
-                      sa.func.json_arrayagg(sa.func.json_array(sub.c.key1, sub.c.key2, sub.c.value)))
+                      sa.func.aggregate_strings(sa.func.concat(  # the format of journal.parse_block
+                          sub.c.key1, ",", sa.func.char_length(sub.c.key2), ",", sub.c.key2,
+                          sa.func.char_length(sub.c.value), ",", sub.c.value), ""), longest)
             .group_by(tbl, block).order_by(sa.null()))  # MariaDB sorts groups unless told not to
     # MariaDB caps an aggregate at group_concat_max_len (1 MiB by default), cutting it with warning 1260: lifted
     # for this statement, and any cut refused all the same (it would lose old values).
     limit = conn.execute(sa.text("SELECT @@SESSION.group_concat_max_len")).scalar_one()
     conn.execute(sa.text("SET SESSION group_concat_max_len = 4294967295"))
     try:
-        conn.execute(b.insert().from_select(["run_no", "kind", "tbl_id", "block", "entries", "payload"], rows))
+        conn.execute(b.insert().from_select(["run_no", "kind", "tbl_id", "block", "entries", "payload", "longest"],
+                                            rows))
         cut = [w for w in conn.execute(sa.text("SHOW WARNINGS")) if int(w[1]) == 1260]
     finally:
         conn.execute(sa.text(f"SET SESSION group_concat_max_len = {int(limit)}"))
@@ -294,11 +299,15 @@ def checked_capacity(target: Target, plan: RelocationPlan, dialect: str) -> Capa
 def too_long_planned(conn: sa.Connection, journal: Journal, plan: RelocationPlan, run_id: str, limit: int) -> list[TooLong]:
     """too_long, read from a run's journal entries right after its plan (same transaction): one pass
     over values already rewritten instead of recomputing every rewrite over the scope."""
-    e, found = journal.entries, []
+    e, b, found = journal.entries, journal.blocks, []
+    run_no = journal.run_no(conn, run_id)
     for target in one_target_per_kind(plan.targets).values():
         cap = checked_capacity(target, plan, conn.dialect.name)
         if cap is None or len(found) >= limit:
             continue
+        if conn.execute(sa.select(b.c.block).where(b.c.run_no == run_no, b.c.kind == kind_code(target.kind),
+                                                   b.c.longest > cap.limit).limit(1)).first() is not None:
+            journal.unpack(conn, run_id)  # a refused run: rolled back, so unpacking costs nothing that stays
         new_length = cap.length(_rewritten(e.c.old_value, plan))
         rows = conn.execute(sa.select(e.c.key1, e.c.tbl_id, e.c.old_value, new_length)
                             .where(e.c.run_no == journal.run_no(conn, run_id), e.c.kind == kind_code(target.kind),
