@@ -86,7 +86,9 @@ PAYLOAD = sa.Text().with_variant(mysql.LONGTEXT(charset="utf8mb4", collation="ut
 
 
 RUNS, ENTRIES, BLOCKS = "hivecat_journal_runs", "hivecat_journal_entries", "hivecat_journal_blocks"
-BLOCK_KEYS = 256  # key1 values per block: a block stays far below every server's packet and aggregate limits
+# key1 values per block: at most 256 locations of 4,000 characters, some 4 MB, well below the 16 MB packet
+# (max_allowed_packet) a block is read back in
+BLOCK_KEYS = 256
 LAYOUT1_RUNS, LAYOUT1_ENTRIES = "hivecat_runs", "hivecat_entries"
 # SQLite numbers rows itself only for an INTEGER PRIMARY KEY.
 RUN_NO = sa.BigInteger().with_variant(sa.Integer(), "sqlite")

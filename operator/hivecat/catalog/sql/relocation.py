@@ -1,7 +1,7 @@
 """Set-based, journaled, compare-and-set relocation over the HMS schema.
 
-Plan: one INSERT ... SELECT per target writes (key, old value, new value) into the journal; the new
-value is computed by the database from the same prefix rules as `rebase` (locations.prefix).
+Plan: one INSERT ... SELECT per target writes (key, old value) into the journal; the new value is computed by
+the database from the same prefix rules as `rebase` (locations.prefix) whenever it is needed.
 Apply: one UPDATE ... JOIN per (kind, chunk) moves the planned value in only where the row still holds
 the planned old value (compare-and-set), marking the journal entry applied in the same statement
 (MySQL multi-table UPDATE; a data-modifying CTE on PostgreSQL). Rows that changed in between stay
@@ -11,8 +11,8 @@ chunk commits on its own and a crashed run resumes from its planned chunks.
 MySQL/MariaDB without a chunk size take a faster path: at REPEATABLE READ the plan's INSERT ... SELECT
 holds shared locks on the rows it read until commit, so single-table UPDATEs replace the join — of every
 row under the old prefix when the plan is unrestricted (rewrite_matching), else of the planned keys
-(rewrite_planned) — entries are journaled as applied up front, and any count that differs from the plan
-rolls the run back.
+(rewrite_planned) — entries are journaled as applied up front (packed into blocks when the plan is
+unrestricted: packable), and any count that differs from the plan rolls the run back.
 Undo is the same statement with old and new swapped.
 """
 
