@@ -273,3 +273,20 @@ def test_a_whole_catalog_run_packs_its_storage_descriptor_entries_and_undoes_the
         assert conn.execute(exact).scalar_one() == odd_bytes  # byte for byte
     engine.dispose()
     assert _packed(catalog, report.run_id) == ({}, report.rewritten)  # unpacked into entries by the undo
+
+
+# A damaged block (no server writes one; edited here by hand) is refused by undo in one line, changing nothing.
+def test_undo_refuses_a_damaged_journal_block_and_changes_nothing(one_catalog):
+    url, metadata, catalog = one_catalog
+    report = catalog.relocate(RelocationRequest(OLD, SAME_LENGTH))
+    after = dump_all(url, metadata)
+    b = catalog.journal.blocks
+    with catalog.engine.begin() as conn:
+        run_no = catalog.journal.run_no(conn, report.run_id)
+        conn.execute(b.update().where(b.c.run_no == run_no, b.c.kind == kind_code(ObjectKind.PARTITION))
+                     .values(payload=sa.func.substring(b.c.payload, 1, 10)))
+    with pytest.raises(RelocationRefused) as refused:
+        catalog.undo(report.run_id)
+    [refusal] = refused.value.refusals
+    assert refusal.reason == "journal-block-damaged"
+    assert dump_all(url, metadata) == after

@@ -421,9 +421,13 @@ class Journal:
                 b.c.run_no == run_no, sa.tuple_(b.c.kind, b.c.tbl_id, b.c.block).in_([tuple(k) for k in batch])))
             entries = []
             for kind, tbl_id, count, payload in rows:
-                parsed = parse_block(payload)
-                if len(parsed) != count:
-                    raise ValueError(f"run {run_id}: a journal block holds {len(parsed)} entries, not {count}")
+                try:
+                    parsed = parse_block(payload)
+                except ValueError:
+                    parsed = []
+                if len(parsed) != count:  # raising rolls the caller's transaction back
+                    raise RelocationRefused([Refusal("journal-block-damaged", (
+                        f"run {run_id}: a journal block holds {len(parsed)} entries, not {count}; nothing was changed"))])
                 entries += [{"run_no": run_no, "kind": kind, "key1": key1, "key2": key2, "tbl_id": tbl_id or None,
                              "old_value": old, "state": state_code(APPLIED)} for key1, key2, old in parsed]
             if entries:

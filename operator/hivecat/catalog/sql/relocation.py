@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from hivecat.catalog.journal import (
     APPLIED, BLOCK_KEYS, CONFLICTED, PLANNED, UNDO_CONFLICTED, UNDONE, Journal, kind_code, state_code,
 )
-from hivecat.catalog.model import ObjectKind
+from hivecat.catalog.model import ObjectKind, Refusal, RelocationRefused
 from hivecat.catalog.sql.limits import Capacity, capacity
 from hivecat.catalog.sql.schema import HmsSchema
 from hivecat.catalog.sql.targets import ScopeFilter, Target
@@ -253,8 +253,10 @@ def _write_blocks(conn: sa.Connection, journal: Journal, run_id: str, plan: Relo
         cut = [w for w in conn.execute(sa.text("SHOW WARNINGS")) if int(w[1]) == 1260]
     finally:
         conn.execute(sa.text(f"SET SESSION group_concat_max_len = {int(limit)}"))
-    if cut:
-        raise RuntimeError(f"{target.kind.value}: a journal block was cut ({cut[0][2]}); nothing was changed")
+    if cut:  # raising rolls the run back
+        raise RelocationRefused([Refusal("journal-block-cut", (
+            f"{target.kind.value}: the server cut a journal block ({cut[0][2]}); the run was rolled back and changed "
+            "nothing"))])
     entries = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(b.c.entries), 0))
                            .where(b.c.run_no == run_no, b.c.kind == kind_code(target.kind))).scalar_one()
     return int(entries)
