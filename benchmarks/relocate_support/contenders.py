@@ -24,14 +24,40 @@ class HivecatRun:
     seconds: float
     rewritten: int
     statements: list[tuple[float, str]] = field(default_factory=list)  # (seconds, SQL), slowest first
+    plans: dict[str, list[str]] = field(default_factory=dict)  # SQL -> its EXPLAIN, when asked for
+
+
+# What EXPLAIN is asked about: the statements that read or write the metastore's rows (not the journal's DDL).
+_EXPLAINED = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH")
+
+
+def _explain(cursor, statement: str, parameters, postgresql: bool) -> list[str]:
+    """The plan the server picks for `statement` right before it runs (same transaction, same rows); not run."""
+    cursor.execute(f"EXPLAIN {statement}", parameters)
+    rows = cursor.fetchall()
+    if postgresql:
+        return [row[0] for row in rows]
+    names = [column[0] for column in cursor.description]
+    return [", ".join(f"{name}={value}" for name, value in zip(names, row) if value is not None) for row in rows]
 
 
 def hivecat_relocate(server_url: str, name: str, journal_schema: str, old: str = OLD_ROOT,
-                     new: str = NEW_ROOT) -> HivecatRun:
-    """hivecat's SQL backend: one transaction, journal on. Times relocate() only, not connecting."""
+                     new: str = NEW_ROOT, explain: bool = False) -> HivecatRun:
+    """hivecat's SQL backend: one transaction, journal on. Times relocate() only, not connecting.
+
+    With `explain`, each statement that reads or writes rows is EXPLAINed just before it runs (outside its
+    timing, but inside relocate()'s: such a run is for its plans, not its seconds)."""
     url = sa.make_url(server_url).set(database=name)
     catalog = SqlCatalog(url, journal_schema=journal_schema)
     statements: list[tuple[float, str]] = []
+    plans: dict[str, list[str]] = {}
+
+    if explain:  # registered first: SQLAlchemy calls listeners in order, so the timing below excludes it
+        @sa.event.listens_for(catalog.engine, "before_cursor_execute")
+        def _explained(conn, cursor, statement, parameters, context, executemany):
+            if not executemany and statement.lstrip().upper().startswith(_EXPLAINED):
+                plans[" ".join(statement.split())] = _explain(
+                    cursor, statement, parameters, conn.dialect.name == "postgresql")
 
     @sa.event.listens_for(catalog.engine, "before_cursor_execute")
     def _began(conn, cursor, statement, parameters, context, executemany):
@@ -50,7 +76,7 @@ def hivecat_relocate(server_url: str, name: str, journal_schema: str, old: str =
         drop_database(server_url, journal_schema)
     if report.conflicted:
         raise AssertionError(f"hivecat reported {report.conflicted} conflicts on data nobody else touched")
-    return HivecatRun(seconds, report.rewritten, sorted(statements, reverse=True))
+    return HivecatRun(seconds, report.rewritten, sorted(statements, reverse=True), plans)
 
 
 def anchored_like(prefix: str) -> str:

@@ -86,6 +86,39 @@ def mariadb_shape(request: pytest.FixtureRequest) -> Iterator[Shape]:
     yield from _shape(request, "mariadb")
 
 
+# The same in one transaction (no chunk size), where entries are journaled as applied up front and only a
+# count short of the plan looks for the rows that did not move: the change commits right before the apply.
+def test_postgresql_one_transaction_keeps_a_row_changed_between_plan_and_apply(postgres_shape: Shape) -> None:
+    shape, theirs = postgres_shape, "hdfs://elsewhere/somebody/else"
+    catalog = shape.catalog()
+    engine = sa.create_engine(shape.url)
+    applies: list[str] = []
+
+    @sa.event.listens_for(catalog.engine, "before_cursor_execute")
+    def someone_else_moves_the_second_partition(conn, cursor, statement, parameters, context, executemany):
+        if statement.startswith('UPDATE "SDS"') and not applies:
+            applies.append(statement)  # the plan is journaled; this statement applies it
+            with engine.begin() as theirs_conn:  # commits before the apply starts: READ COMMITTED sees it
+                theirs_conn.execute(sa.text('UPDATE "SDS" SET "LOCATION" = :theirs WHERE "SD_ID" = :sd'),
+                                    {"theirs": theirs, "sd": SECOND_PART_SD})
+
+    try:
+        report = catalog.relocate(RelocationRequest(OLD, NEW, Scope("sales", "events")))
+        assert applies and " FROM " in applies[0]  # one UPDATE ... FROM the journal, no per-entry state write
+        assert report.count(ObjectKind.PARTITION).conflicted == 1
+        assert report.count(ObjectKind.PARTITION).rewritten == 1
+        assert report.count(ObjectKind.TABLE).rewritten == 1 and report.count(ObjectKind.TABLE).conflicted == 0
+        assert shape.location(SECOND_PART_SD) == theirs  # reported, never clobbered
+        assert shape.location(FIRST_PART_SD) == f"{NEW}/hive/sales.db/events/dt=2026-11-01"
+        undone = catalog.undo(report.run_id)
+        assert undone.conflicted == 0 and undone.rewritten == report.rewritten
+        assert shape.location(FIRST_PART_SD) == f"{EVENTS}/dt=2026-11-01"
+        assert shape.location(SECOND_PART_SD) == theirs
+    finally:
+        catalog.close()
+        engine.dispose()
+
+
 # A row changed between plan and apply (injected) on PostgreSQL: no real-schema test injects changes.
 def test_postgresql_keeps_a_row_changed_between_plan_and_apply(postgres_shape: Shape) -> None:
     shape, theirs = postgres_shape, "hdfs://elsewhere/somebody/else"

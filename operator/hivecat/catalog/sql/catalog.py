@@ -25,7 +25,7 @@ from hivecat.catalog.sql.params import SqlParams
 from hivecat.catalog.sql.refusals import SqlRefusals
 from hivecat.catalog.sql.relocation import (
     Moves, RelocationPlan, count_in_scope, one_target_per_kind, packable, params_under, rewrite_matching,
-    rewrite_planned, sample_in_scope, swap, tables_in_scope, unrestricted, write_plan,
+    rewrite_planned, sample_in_scope, swap, swap_applied, tables_in_scope, unrestricted, write_plan,
 )
 from hivecat.catalog.sql.schema import HmsSchema, detect_schema
 from hivecat.catalog.sql.targets import Target, build_targets
@@ -222,9 +222,10 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
             return self._run_locked(request, plan)
         elif plan.chunk_size is None:
             with self._transaction() as conn:  # plan and apply in one transaction: all or nothing
-                run_id, _ = self._plan(conn, request, plan)
-                for target in by_kind.values():
-                    swap(conn, self.journal, target, run_id, None, plan)
+                run_id, planned = self._plan(conn, request, plan, APPLIED)
+                for kind, n in planned.items():
+                    if n:
+                        swap_applied(conn, self.journal, by_kind[kind], run_id, n, plan)
             return run_id, None
         else:
             with self._transaction() as conn:
