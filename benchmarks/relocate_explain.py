@@ -12,7 +12,6 @@ they include nothing of the EXPLAINs but are one run's, not medians (benchmarks/
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from hivecat.local.scratch_db import create_database
 from relocate import PG_SERVER_URL, SERVER_URL, Scratch
-from relocate_phases import build as build_mariadb
+from relocate_phases import build as build_mariadb, parse_partitions
 from relocate_support import hms_rows, pg_rows
 from relocate_support.contenders import HivecatRun, hivecat_relocate
 
@@ -53,11 +52,7 @@ def report(server: str, run: HivecatRun) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--small", action="store_true", help="2,000 partitions")
-    parser.add_argument("--partitions", type=int, help="partitions in the table (default 1,000,000)")
-    args = parser.parse_args(argv)
-    partitions = args.partitions or (2000 if args.small else 1_000_000)
+    partitions = parse_partitions(argv, __doc__)
     scratch, workdir = Scratch(uuid.uuid4().hex[:8]), Path(tempfile.mkdtemp(prefix="hivecat-bench-explain-"))
     figures: dict = {"partitions": partitions}
     try:

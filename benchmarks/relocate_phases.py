@@ -79,12 +79,17 @@ def phases(catalog: SqlCatalog, partitions: int) -> dict[str, float]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_partitions(argv: list[str] | None, doc: str) -> int:
+    """--small (2,000) or --partitions N (default 1,000,000): the size of the one table a script builds."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--small", action="store_true", help="2,000 partitions")
     parser.add_argument("--partitions", type=int, help="partitions in the table (default 1,000,000)")
     args = parser.parse_args(argv)
-    partitions = args.partitions or (2000 if args.small else 1_000_000)
+    return args.partitions or (2000 if args.small else 1_000_000)
+
+
+def main(argv: list[str] | None = None) -> int:
+    partitions = parse_partitions(argv, __doc__)
     scratch, workdir = Scratch(uuid.uuid4().hex[:8]), Path(tempfile.mkdtemp(prefix="hivecat-bench-phases-"))
     try:
         name = build(scratch, partitions, workdir)

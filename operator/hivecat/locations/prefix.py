@@ -448,15 +448,14 @@ def _spelled_mysql(element, compiler, **kw):
             f"OR {value} = CAST({compiler.process(spelling, **kw)} AS BINARY)) ELSE FALSE END)")
 
 
-def _spelled_exactly(column: ColumnElement[str], spelling: str) -> ColumnElement[bool]:
+def _spelled_exactly(column: ColumnElement[str], spelling: str, ends: ColumnElement[bool]) -> ColumnElement[bool]:
     """True for a location that holds `spelling` itself (scheme and host in lower case, as most do), a cheap
     test that implies the piece-by-piece one (_pattern_matches): a scan tries it first. False, not NULL,
-    on MySQL for a character set whose ASCII is not one byte."""
+    on MySQL for a character set whose ASCII is not one byte. `ends`: _pattern_matches' test that the value
+    ends with the prefix or goes on with '/', which the form for other dialects reuses."""
     pattern = "".join(_LIKE_ESCAPE + ch if ch in "%_" + _LIKE_ESCAPE else ch for ch in spelling) + "/%"
-    n = len(spelling)
     other = sa.and_(  # no LIKE elsewhere: SQLite's ignores ASCII case
-        exact_text(sa.func.substring(column, 1, n)) == exact_text(sa.literal(spelling)),
-        sa.or_(sa.func.char_length(column) == n, exact_text(sa.func.substring(column, n + 1, 1)) == "/"))
+        exact_text(sa.func.substring(column, 1, len(spelling))) == exact_text(sa.literal(spelling)), ends)
     return _SpelledExactly(column, sa.literal(spelling), sa.literal(pattern), other)
 
 
@@ -465,14 +464,12 @@ def _pattern_matches(column: ColumnElement[str], pattern: tuple[Piece, ...]) -> 
     for piece in pattern:
         conditions.append(_piece_matches(column, offset, piece))
         offset += len(piece.text)
-    conditions.append(sa.or_(
-        sa.func.char_length(column) == offset,
-        same_text(sa.func.substring(column, offset + 1, 1), "/", column),
-    ))
-    matches = sa.and_(*conditions)
+    ends = sa.or_(sa.func.char_length(column) == offset,
+                  same_text(sa.func.substring(column, offset + 1, 1), "/", column))
+    matches = sa.and_(*conditions, ends)
     spelling = "".join(piece.text for piece in pattern)
     if spelling.isascii():  # the spelling itself first: about a third of the cost of matching piece by piece
-        matches = sa.or_(_spelled_exactly(column, spelling), matches)
+        matches = sa.or_(_spelled_exactly(column, spelling, ends), matches)
     # Length first: most values of a parameter table (counts, sizes, times) are shorter than any prefix, and
     # skip the rest (0.9 s -> 0.6 s over 3M rows).
     return sa.and_(sa.func.char_length(column) >= offset, matches), offset
