@@ -314,7 +314,7 @@ def too_long_planned(conn: sa.Connection, journal: Journal, plan: RelocationPlan
             journal.unpack(conn, run_id)  # a refused run: rolled back, so unpacking costs nothing that stays
         new_length = cap.length(_rewritten(e.c.old_value, plan))
         rows = conn.execute(sa.select(e.c.key1, e.c.tbl_id, e.c.old_value, new_length)
-                            .where(e.c.run_no == journal.run_no(conn, run_id), e.c.kind == kind_code(target.kind),
+                            .where(e.c.run_no == run_no, e.c.kind == kind_code(target.kind),
                                    new_length > cap.limit)
                             .order_by(e.c.key1, e.c.key2).limit(limit - len(found)))
         found += [TooLong(target, int(r[0]), r[1], r[2], int(r[3]), cap) for r in rows]
@@ -386,6 +386,15 @@ def one_target_per_kind(targets: list[Target]) -> dict[ObjectKind, Target]:
     return {t.kind: t for t in targets}
 
 
+def _entry_row(e: sa.Table, target: Target) -> list[sa.ColumnElement[bool]]:
+    """A journal entry and the row of the target's base table it was planned from: the same keys."""
+    b = target.base
+    same = [e.c.key1 == b.c[target.key1]]
+    if target.key2:
+        same.append(e.c.key2 == sa.cast(b.c[target.key2], sa.String(256)))
+    return same
+
+
 def swap_applied(conn: sa.Connection, journal: Journal, target: Target, run_id: str, planned: int,
                  moves: RelocationPlan | Moves) -> None:
     """The one-transaction forward apply on PostgreSQL, whose entries were journaled as applied up front: one
@@ -397,9 +406,7 @@ def swap_applied(conn: sa.Connection, journal: Journal, target: Target, run_id: 
     current, write = b.c[target.value], new_value(e, moves)
     ours = [e.c.run_no == journal.run_no(conn, run_id), e.c.kind == kind_code(target.kind),
             e.c.state == state_code(APPLIED)]
-    same_row = [e.c.key1 == b.c[target.key1]]
-    if target.key2:
-        same_row.append(e.c.key2 == sa.cast(b.c[target.key2], sa.String(256)))
+    same_row = _entry_row(e, target)
     guards = [current == e.c.old_value]
     cap = capacity(current, conn.dialect.name)
     if cap is not None:
@@ -428,9 +435,7 @@ def swap(conn: sa.Connection, journal: Journal, target: Target, run_id: str, chu
     ours = [e.c.run_no == journal.run_no(conn, run_id), e.c.kind == kind_code(target.kind)]
     if chunk is not None:
         ours += journal.key_range(*chunk)
-    selected = [*ours, e.c.state == from_state, e.c.key1 == b.c[target.key1]]
-    if target.key2:
-        selected.append(e.c.key2 == sa.cast(b.c[target.key2], sa.String(256)))
+    selected = [*ours, e.c.state == from_state, *_entry_row(e, target)]
     cap = capacity(current, conn.dialect.name)
     if cap is not None:
         selected.append(cap.fits(write))
