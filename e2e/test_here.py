@@ -12,7 +12,9 @@ containers:
 
 The overlay (written here, as a GitOps repo would keep it) points the examples at this machine's services: the
 metastore database, a MiniDFSCluster as `hdfs-prod`, a local directory as `local-dev`; `s3-dr` stays
-s3://acme-analytics-dr/warehouse, served by moto. The catalogs whose backends do not run here (`dev`'s Derby pod,
+s3://acme-analytics-dr/warehouse, served by moto. The examples' CatalogPolicy grants the namespace exactly what
+they use, with the same addresses patched in (and where the operator, outside the cluster's network, reaches
+the `analytics` metastore). The catalogs whose backends do not run here (`dev`'s Derby pod,
 `finance`'s image, Glue `lake`, Hybrid `migration`) are applied unchanged and must say why they are not Ready.
 """
 
@@ -44,7 +46,7 @@ from support.thrift_catalog import serving
 
 from hivecat.copy.manifest import MANIFEST_NAME
 from hivecat.copy.storage import CREDENTIALS_DIR_ENV, S3Settings, Storage, WebHdfsSettings, parse_uri
-from hivecat.kinds import ANNOTATION_METASTORE_ADDRESS, ANNOTATION_SYNC_NOW
+from hivecat.kinds import ANNOTATION_SYNC_NOW
 from hivecat.local.net import free_port
 from hmsclient import hmsclient
 
@@ -74,15 +76,23 @@ def overlay(root: Path, db_url: str, metastore_port: int, hdfs: str, local_dev: 
                 "patch": yaml.safe_dump({"apiVersion": "v1" if kind == "Secret" else "hivecatalog.io/v1alpha1",
                                          "kind": kind, "metadata": {"name": name}, **body})}
 
+    # The policy's lists are replaced whole by a patch: the example's own, with this machine's addresses.
+    policy = yaml.safe_load((EXAMPLES_DIR / "catalogpolicy-data-platform.yaml").read_text())["spec"]
+    here = {"hdfs://namenode-prod.hadoop.svc:8020": hdfs, "file:///data": f"file://{local_dev}"}
+    storage = [{**grant, "prefix": here.get(grant["prefix"], grant["prefix"])} for grant in policy["storage"]]
+    databases = [{"host": url.host, "port": url.port or 3306, "names": [url.database]}
+                 if grant["host"].startswith("mariadb.") else grant for grant in policy["databases"]]
+
     kustomization = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
         "resources": [os.path.relpath(EXAMPLES_DIR, root), "s3-dr-aws.yaml"],
         "patches": [
             patch("Secret", "analytics-metastore-db", {"stringData": {"password": url.password}}),
-            patch("HiveCatalog", "analytics", {
+            patch("CatalogPolicy", "data-platform", {"spec": {
+                "storage": storage, "databases": databases,
                 # the operator runs outside the cluster network: it reaches the metastore here
-                "metadata": {"name": "analytics",
-                             "annotations": {ANNOTATION_METASTORE_ADDRESS: f"127.0.0.1:{metastore_port}"}},
+                "metastoreAddresses": [{"catalog": "analytics", "address": f"127.0.0.1:{metastore_port}"}]}}),
+            patch("HiveCatalog", "analytics", {
                 "spec": {"metastore": {"warehouseDir": f"{hdfs}/user/hive/warehouse"},
                          "database": {"host": url.host, "port": url.port or 3306, "name": url.database,
                                       "user": url.username}}}),
@@ -260,6 +270,8 @@ def run_flow(kubectl: Client, served, hdfs_cluster: HdfsCluster, webhdfs: str, m
     # Every example was taken up by the operator; those whose backends run here are Ready, the others say why.
     items = kubectl.json("get", "-n", NS, "hivecatalogs,clusterstorages,tablereplicas")["items"]
     assert len(items) == 9  # 5 HiveCatalogs, 3 ClusterStorages, a TableReplica
+    policy = kubectl.json("get", "catalogpolicy", "data-platform")
+    assert policy["status"]["phase"] == "Ready", policy.get("status")
     for item in items:
         name, state = item["metadata"]["name"], conditions(item)
         assert item["status"].get("observedGeneration") == item["metadata"]["generation"], name

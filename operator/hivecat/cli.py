@@ -25,6 +25,20 @@ def cluster_configured(environ: Mapping[str, str] = os.environ, home: Path | Non
     return any(Path(p).is_file() for p in paths)
 
 
+def watches_exact_namespaces(kopf_args: list[str]) -> bool:
+    """Whether `kopf run` flags name namespaces only by name: no --all-namespaces, no glob or exclusion."""
+    names: list[str] = []
+    args = iter(kopf_args)
+    for arg in args:
+        if arg in ("-A", "--all-namespaces"):
+            return False
+        if arg in ("-n", "--namespace"):
+            names.append(next(args, ""))
+        elif arg.startswith("--namespace="):
+            names.append(arg.split("=", 1)[1])
+    return bool(names) and not any(set(name) & set("*?!,") or not name for name in names)
+
+
 def _run_operator(kopf_args: list[str]) -> int:
     """`hivecat run ...` is `kopf run -m hivecat.handlers ...`: every kopf flag works unchanged."""
     if not {"--help", "-h"} & set(kopf_args) and not cluster_configured():
@@ -33,6 +47,9 @@ def _run_operator(kopf_args: list[str]) -> int:
         return 2
     import kopf.cli  # kopf is only needed by this subcommand
 
+    from hivecat.config import EXACT_NAMESPACES_ENV
+    if watches_exact_namespaces(kopf_args):  # before config() is first read, here and in the handlers
+        os.environ[EXACT_NAMESPACES_ENV] = "true"
     lease = None
     if not {"--help", "-h"} & set(kopf_args):
         from hivecat.config import config

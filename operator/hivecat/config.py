@@ -18,6 +18,11 @@ DEFAULT_METASTORE_IMAGE = "apache/hive:3.1.3"
 DEFAULT_RECHECK_SECONDS = 60.0
 DEFAULT_DRIFT_SCAN_SECONDS = 1800.0  # a ClusterStorage's drift scan interval when its spec names none
 DEFAULT_LEASE_SECONDS = 15  # a standby takes over this long after the active replica stopped renewing
+# What a resource may ask for at the most often, unless a CatalogPolicy of its namespace says otherwise.
+DEFAULT_MIN_SYNC_INTERVAL = 60.0          # TableReplica spec.schedule.interval
+DEFAULT_MIN_HOUSEKEEPING_DELAY = 3600.0   # TableReplica spec.housekeeping.delay
+DEFAULT_MIN_SCAN_INTERVAL = 60.0          # ClusterStorage spec.scanInterval
+EXACT_NAMESPACES_ENV = "HIVECAT_EXACT_NAMESPACES"
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,16 @@ class OperatorConfig:
     # HIVECAT_LEADER_LEASE: the Lease (in POD_NAMESPACE) that only the active replica holds; None: no election
     leader_lease: str | None = None
     leader_lease_seconds: int = DEFAULT_LEASE_SECONDS  # HIVECAT_LEADER_LEASE_SECONDS
+    # HIVECAT_POLICY_ENFORCEMENT: Enforce (refuse what no CatalogPolicy grants) or Audit (report it, block
+    # nothing: for upgrades, until the policies are written)
+    policy_enforcement: str = "Enforce"
+    # HIVECAT_MIN_SYNC_INTERVAL / _HOUSEKEEPING_DELAY / _SCAN_INTERVAL (seconds): the defaults of a policy's minimums
+    min_sync_interval: float = DEFAULT_MIN_SYNC_INTERVAL
+    min_housekeeping_delay: float = DEFAULT_MIN_HOUSEKEEPING_DELAY
+    min_scan_interval: float = DEFAULT_MIN_SCAN_INTERVAL
+    # HIVECAT_EXACT_NAMESPACES: `hivecat run` sets it when it watches named namespaces only (no -A, no
+    # pattern): kopf then needs not list namespaces or CRDs to find what it watches.
+    exact_namespaces: bool = False
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] = os.environ) -> "OperatorConfig":
@@ -58,6 +73,14 @@ class OperatorConfig:
             metrics_port=_port(environ.get("HIVECAT_METRICS_PORT", "")),
             leader_lease=environ.get("HIVECAT_LEADER_LEASE", "").strip() or None,
             leader_lease_seconds=int(_seconds(environ.get("HIVECAT_LEADER_LEASE_SECONDS", ""), DEFAULT_LEASE_SECONDS)),
+            # anything but Audit enforces: a typo must never turn the policy off
+            policy_enforcement="Audit" if environ.get("HIVECAT_POLICY_ENFORCEMENT", "").strip() == "Audit"
+            else "Enforce",
+            min_sync_interval=_duration(environ.get("HIVECAT_MIN_SYNC_INTERVAL", ""), DEFAULT_MIN_SYNC_INTERVAL),
+            min_housekeeping_delay=_duration(environ.get("HIVECAT_MIN_HOUSEKEEPING_DELAY", ""),
+                                             DEFAULT_MIN_HOUSEKEEPING_DELAY),
+            min_scan_interval=_duration(environ.get("HIVECAT_MIN_SCAN_INTERVAL", ""), DEFAULT_MIN_SCAN_INTERVAL),
+            exact_namespaces=environ.get(EXACT_NAMESPACES_ENV) == "true",
         )
 
 
@@ -68,6 +91,18 @@ def _seconds(text: str, default: float) -> float:
     except ValueError:
         return default
     return value if 0 < value < 86400 else default
+
+
+def _duration(text: str, default: float) -> float:
+    """Seconds from a Go duration (1m, 1h30m) or a number; anything else falls back to the default."""
+    from hivecat.specs.errors import SpecInvalid
+    from hivecat.specs.tablereplica import parse_duration
+
+    try:
+        return parse_duration(text.strip(), "a minimum") if not text.strip().replace(".", "", 1).isdigit() \
+            else _seconds(text, default)
+    except SpecInvalid:
+        return default
 
 
 def _port(text: str) -> int:

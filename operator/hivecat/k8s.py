@@ -4,6 +4,12 @@ Jobs and Deployments, deletes, and listing the resources that reference a catalo
 Blocking (the official client); handlers call it from kopf's sync-handler threads. Every write is a
 server-side apply with one field manager, so reapplying an unchanged object is a no-op on the server (no
 new resourceVersion) and fields other managers own (e.g. an HPA's replicas) are left to them.
+
+hivecat writes and deletes only objects it created for the resource that owns them: a child is created with a
+plain create (which fails if the name is taken meanwhile), and applied or deleted afterwards only while it
+carries hivecat's label and an owner reference to that resource, with the object's resourceVersion (apply) or
+uid (delete) as a precondition, so nothing swapped in between is touched. An object of that name that hivecat
+did not create is NameTaken, never taken over or deleted.
 """
 
 from __future__ import annotations
@@ -13,6 +19,9 @@ import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from hivecat.kinds import LABEL_MANAGED_BY, MANAGED_BY
+from hivecat.reasons import NAME_TAKEN
 
 FIELD_MANAGER = "hivecat"
 
@@ -63,17 +72,58 @@ def _terminating(error: Exception) -> bool:
     return getattr(error, "status", None) == 403 and "being terminated" in str(getattr(error, "body", "") or "")
 
 
+class NameTaken(Exception):
+    """An object of the name hivecat needs exists, and hivecat did not create it for this owner."""
+
+    reason = NAME_TAKEN
+
+    def __init__(self, kind: str, namespace: str | None, name: str) -> None:
+        self.message = (f"{kind} {namespace}/{name} exists and was not created by hivecat for this resource: hivecat "
+                        "never takes over or deletes an object it did not create; rename or remove that object")
+        super().__init__(self.message)
+
+
+def owner_uid(manifest: Mapping[str, Any]) -> str:
+    """The uid of the resource that owns `manifest` (its controller reference, as kopf.adopt sets it)."""
+    for ref in (manifest.get("metadata") or {}).get("ownerReferences") or ():
+        if ref.get("controller"):
+            return str(ref["uid"])
+    raise ValueError(f"{manifest.get('kind')} {manifest['metadata'].get('name')} has no owner: adopt it first")
+
+
+def owned_by(found: Mapping[str, Any], uid: str) -> bool:
+    """Whether hivecat created `found` for the resource with this uid: its label and its owner reference."""
+    meta = found.get("metadata") or {}
+    labelled = (meta.get("labels") or {}).get(LABEL_MANAGED_BY) == MANAGED_BY
+    return labelled and any(ref.get("uid") == uid for ref in meta.get("ownerReferences") or ())
+
+
 def apply(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """Server-side apply `manifest` (which names its namespace) and return the object as stored."""
+    """Create `manifest` (which names its namespace and owner), or server-side apply it over the object hivecat
+    created for that owner; return the object as stored. NameTaken when the name is someone else's."""
     from kubernetes.client.exceptions import ApiException
     meta = manifest["metadata"]
+    namespace, name = meta.get("namespace"), meta["name"]
+    uid = owner_uid(manifest)
+    resource = _resource(manifest["apiVersion"], manifest["kind"])
     try:
-        result = _resource(manifest["apiVersion"], manifest["kind"]).server_side_apply(
-            body=dict(manifest), name=meta["name"], namespace=meta.get("namespace"),
-            field_manager=FIELD_MANAGER, force_conflicts=True)
+        found = get(manifest["apiVersion"], manifest["kind"], namespace, name)
+        if found is None:
+            try:
+                return resource.create(body=dict(manifest), namespace=namespace,
+                                       field_manager=FIELD_MANAGER).to_dict()
+            except ApiException as error:
+                if error.status != 409:  # AlreadyExists: created meanwhile, judged below
+                    raise
+            found = get(manifest["apiVersion"], manifest["kind"], namespace, name)
+        if found is None or not owned_by(found, uid):
+            raise NameTaken(manifest["kind"], namespace, name)
+        pinned = {**manifest, "metadata": {**meta, "resourceVersion": found["metadata"]["resourceVersion"]}}
+        result = resource.server_side_apply(body=pinned, name=name, namespace=namespace,
+                                            field_manager=FIELD_MANAGER, force_conflicts=True)
     except ApiException as error:
         if _terminating(error):
-            raise NamespaceTerminating(f"namespace {meta.get('namespace')} is being deleted") from None
+            raise NamespaceTerminating(f"namespace {namespace} is being deleted") from None
         raise
     return result.to_dict()
 
@@ -99,16 +149,24 @@ def list_all(api_version: str, kind: str, namespace: str) -> Iterator[dict[str, 
         yield item.to_dict()
 
 
-def delete(api_version: str, kind: str, namespace: str, name: str) -> bool:
-    """Delete with foreground propagation (a Deployment's pods go first); False if it was already gone."""
+def delete(api_version: str, kind: str, namespace: str, name: str, owner: str) -> bool:
+    """Delete the object hivecat created for the resource with uid `owner`, with foreground propagation (a
+    Deployment's pods go first); False if it was already gone. NameTaken when it is someone else's."""
     from kubernetes.client.exceptions import ApiException
+    found = get(api_version, kind, namespace, name)
+    if found is None:
+        return False
+    if not owned_by(found, owner):
+        raise NameTaken(kind, namespace, name)
     try:
-        _resource(api_version, kind).delete(name=name, namespace=namespace,
-                                            body={"propagationPolicy": "Foreground"})
+        _resource(api_version, kind).delete(name=name, namespace=namespace, body={
+            "propagationPolicy": "Foreground", "preconditions": {"uid": found["metadata"]["uid"]}})
         return True
     except ApiException as error:
         if _not_found(error):
             return False
+        if error.status == 409:  # the uid precondition: replaced meanwhile by an object hivecat did not make
+            raise NameTaken(kind, namespace, name) from None
         raise
 
 
@@ -124,11 +182,10 @@ def patch_status(kind: Any, namespace: str, name: str, status: Mapping[str, Any]
             raise
 
 
-def read_secret(namespace: str, name: str, key: str) -> SecretValue:
-    """One key of a Secret in `namespace`. Messages name the Secret and key, never a value."""
+def _secret(namespace: str, name: str) -> dict[str, Any]:
     from kubernetes.client.exceptions import ApiException
     try:
-        secret = _resource("v1", "Secret").get(name=name, namespace=namespace).to_dict()
+        return _resource("v1", "Secret").get(name=name, namespace=namespace).to_dict()
     except ApiException as error:
         if _not_found(error):
             raise SecretUnavailable("SecretNotFound", f"Secret {namespace}/{name} does not exist") from None
@@ -136,12 +193,26 @@ def read_secret(namespace: str, name: str, key: str) -> SecretValue:
             raise SecretUnavailable("SecretForbidden", f"the operator may not read Secret {namespace}/{name}: "
                                     "grant it get on secrets in this namespace") from None
         raise
-    data = secret.get("data") or {}
-    if key not in data:
-        raise SecretUnavailable("SecretKeyNotFound", f"Secret {namespace}/{name} has no key {key!r}")
+
+
+def _decoded(namespace: str, name: str, key: str, data: Mapping[str, str]) -> str:
     try:
-        value = base64.b64decode(data[key]).decode("utf-8")
+        return base64.b64decode(data[key]).decode("utf-8")
     except (ValueError, UnicodeDecodeError):
         raise SecretUnavailable("SecretKeyNotFound",
                                 f"key {key!r} of Secret {namespace}/{name} is not UTF-8 text") from None
-    return SecretValue(value, secret["metadata"]["resourceVersion"])
+
+
+def read_secret(namespace: str, name: str, key: str) -> SecretValue:
+    """One key of a Secret in `namespace`. Messages name the Secret and key, never a value."""
+    secret = _secret(namespace, name)
+    data = secret.get("data") or {}
+    if key not in data:
+        raise SecretUnavailable("SecretKeyNotFound", f"Secret {namespace}/{name} has no key {key!r}")
+    return SecretValue(_decoded(namespace, name, key, data), secret["metadata"]["resourceVersion"])
+
+
+def read_secret_keys(namespace: str, name: str, keys: tuple[str, ...]) -> dict[str, str]:
+    """Those of `keys` the Secret holds (one read), e.g. a storage's optional session token."""
+    data = _secret(namespace, name).get("data") or {}
+    return {key: _decoded(namespace, name, key, data) for key in keys if key in data}

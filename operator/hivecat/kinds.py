@@ -21,6 +21,7 @@ class Kind:
 
     kind: str
     plural: str
+    namespaced: bool = True
 
     @property
     def api_version(self) -> str:
@@ -40,7 +41,9 @@ class Kind:
 HIVE_CATALOG: Final = Kind("HiveCatalog", "hivecatalogs")
 CLUSTER_STORAGE: Final = Kind("ClusterStorage", "clusterstorages")
 TABLE_REPLICA: Final = Kind("TableReplica", "tablereplicas")
-KINDS: Final = (HIVE_CATALOG, CLUSTER_STORAGE, TABLE_REPLICA)
+# The cluster administrator's grants to namespaces (cluster-scoped: a namespace's users cannot write one).
+CATALOG_POLICY: Final = Kind("CatalogPolicy", "catalogpolicies", namespaced=False)
+KINDS: Final = (HIVE_CATALOG, CLUSTER_STORAGE, TABLE_REPLICA, CATALOG_POLICY)
 
 FINALIZER: Final = f"{GROUP}/finalizer"
 
@@ -68,7 +71,3 @@ COMPONENT: Final = Components()
 ANNOTATION_SYNC_NOW: Final = f"{GROUP}/sync-now"
 ANNOTATION_CONFIRM_MODE_SWITCH: Final = f"{GROUP}/confirm-mode-switch"
 ANNOTATION_CONFIG_HASH: Final = f"{GROUP}/config-hash"
-# Where the operator itself reaches a catalog's metastore (host:port) when Service DNS does not resolve where
-# it runs (an operator run outside the cluster, the operator test tier). Only the operator's probes use it;
-# clients always get the Service's endpoint.
-ANNOTATION_METASTORE_ADDRESS: Final = f"{GROUP}/metastore-address"

@@ -8,6 +8,8 @@ file); labels name resources, clusters and the location engine's object kinds, n
     hivecat_copy_bytes_total / hivecat_copy_files_total{namespace,tablereplica,cluster}
     hivecat_replica_lag_seconds / hivecat_replica_in_sync_ratio{namespace,tablereplica,cluster}
     hivecat_reconcile_errors_total{kind,reason}          passes that ended Ready=False (reason as in status)
+    hivecat_policy_violations_total{namespace,kind,reason,enforcement}  passes that asked for what no
+                                                         CatalogPolicy grants (Audit: reported only)
     hivecat_run_duration_seconds{kind,run}                histogram of passes: sync, drift scan, catalog check
 """
 
@@ -43,6 +45,9 @@ REPLICA_IN_SYNC = Gauge("hivecat_replica_in_sync_ratio", "Units verified on a se
                         "scope", _REPLICA, registry=REGISTRY)
 RECONCILE_ERRORS = Counter("hivecat_reconcile_errors", "Passes that ended not ready, by kind and reason",
                            ("kind", "reason"), registry=REGISTRY)
+POLICY_VIOLATIONS = Counter("hivecat_policy_violations", "Passes of a resource that asked for something no "
+                            "CatalogPolicy grants its namespace (refused under Enforce, reported under Audit)",
+                            ("namespace", "kind", "reason", "enforcement"), registry=REGISTRY)
 RUN_DURATION = Histogram("hivecat_run_duration_seconds", "How long a pass took", ("kind", "run"),
                          buckets=(0.1, 0.5, 1, 2.5, 5, 15, 30, 60, 300, 900, 3600, float("inf")), registry=REGISTRY)
 _OUTCOMES = ("rewritten", "skipped", "conflicted", "refused", "failed")
@@ -102,6 +107,10 @@ def record_sync(namespace: str, name: str, figures: Sequence[ReplicaFigures]) ->
 
 def record_error(kind: str, reason: str) -> None:
     RECONCILE_ERRORS.labels(kind, reason).inc()
+
+
+def record_policy_violation(namespace: str, kind: str, reason: str, enforcement: str) -> None:
+    POLICY_VIOLATIONS.labels(namespace, kind, reason, enforcement).inc()
 
 
 def forget(namespace: str, name: str, kind: str) -> None:

@@ -5,6 +5,7 @@ staging of a dead run is removed, a live one kept, and a commit never takes stag
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -102,7 +103,8 @@ def test_two_hivecat_processes_into_sibling_units(tmp_path: Path) -> None:
     for unit in OLD:
         copy_unit(source / unit, target / unit)
     write_source(source, NEW)
-    # A: 0.01 MB/s per task, about six seconds; B starts once A has staged bytes
+    # A: 0.01 MB/s per task, about six seconds; once it has staged bytes it is stopped (SIGSTOP: alive, its
+    # staging mid-copy) while B runs from start to end, so A cannot end first however slow B's start is.
     slow = subprocess.Popen(hivecat_distcp(source / "dt=1", target / "dt=1", "--parallelism", "2",
                                            "--bandwidth", "0.01"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -112,10 +114,13 @@ def test_two_hivecat_processes_into_sibling_units(tmp_path: Path) -> None:
                       for d in target.glob(f"{STAGING_PREFIX}*") for p in d.rglob("*")):
             assert slow.poll() is None and time.monotonic() < deadline, slow.stderr.read().decode()
             time.sleep(0.02)
-        fast = subprocess.run(hivecat_distcp(source / "dt=2", target / "dt=2"), capture_output=True, text=True,
-                              timeout=60)
+        slow.send_signal(signal.SIGSTOP)
+        try:
+            fast = subprocess.run(hivecat_distcp(source / "dt=2", target / "dt=2"), capture_output=True,
+                                  text=True, timeout=60)
+        finally:
+            slow.send_signal(signal.SIGCONT)
         assert fast.returncode == 0, fast.stderr
-        assert slow.poll() is None, "run A ended before run B: the test proves nothing"
         assert slow.wait(60) == 0, slow.stderr.read().decode()
     finally:
         if slow.poll() is None:

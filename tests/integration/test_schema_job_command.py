@@ -2,20 +2,20 @@
 databases with Hive's real schematool (standalone metastore 3.1.3 and 4.0.1 from Maven, see
 tests/support/hive_metastores.py); the operator's read of VERSION before and after decides and confirms.
 
-What stands in for the image: the pod runs `sh -c '... "$HIVE_HOME/bin/schematool" ...'` with HIVE_HOME and
-HIVE_CONF_DIR set. Here HIVE_HOME is a temporary directory whose bin/schematool is a tiny wrapper script that
-execs java on the cached release's jars (plus the JDBC driver), with $HIVE_CONF_DIR first on the classpath
-and METASTORE_HOME at the release (schematool finds its SQL scripts there), as the image's own
-bin/schematool does. HIVE_CONF_DIR holds the files of the operator's own metastore ConfigMap (hive-site.xml
-without any password), as the Job's mount does; the password arrives only as HIVECAT_DB_PASSWORD, as from
-the Secret.
+What stands in for the image (tests/support/hive_image.py): the pod runs `sh -c '... "$HIVE_HOME/bin/schematool"
+...'` with HIVE_HOME and HIVE_CONF_DIR set. Here HIVE_HOME is a temporary directory whose bin/schematool is a
+tiny wrapper script that execs java on the cached release's jars (plus the JDBC driver), with $HIVE_CONF_DIR
+first on the classpath and METASTORE_HOME at the release (schematool finds its SQL scripts there), as the
+image's own bin/schematool does. HIVE_CONF_DIR holds the files of the operator's own metastore ConfigMap,
+as the Job's mount does: hive-site.xml refers to the password as ${env.HIVECAT_DB_PASSWORD}, and the password
+arrives only as that env var, as from the Secret. Hive resolves the reference itself (Hadoop's
+Configuration), so no process's command line holds the password: the last tests watch /proc while the Job's
+command and then the metastore Deployment's own command run.
 """
 
 from __future__ import annotations
 
-import os
-import shlex
-import subprocess
+import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,15 +24,17 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from hivecat.catalog.probes import probe_thrift
 from hivecat.catalog.schema_version import SchemaState, SchemaStateUnavailable, read_schema_state
 from hivecat.catalog.targets import DEFAULT_PORTS, SqlTarget
-from hivecat.local.java import java_executable
-from hivecat.local.metastore import MARIADB_JDBC_JAR, POSTGRESQL_JDBC_JAR
+from hivecat.local.net import free_port
+from hivecat.local.processes import stop_process_group
 from hivecat.reconcile.schema import Init, Ready, Refuse, Upgrade, decide_schema, schema_version_of
 from hivecat.specs.hivecatalog import DatabaseSpec, HiveCatalogSpec, MetastoreSpec, SecretKeyRef
-from hivecat.workloads.metastore import metastore_config_map
-from hivecat.workloads.schema_job import PASSWORD_ENV, schema_command
-from support.hive_metastores import HIVE3, HIVE4, HiveRelease, release_home
+from hivecat.workloads.metastore import metastore_config_map, metastore_deployment
+from hivecat.workloads.schema_job import schema_command, schema_job
+from support.hive_image import STANDIN_PORT_ENV, StandInImage, watch
+from support.hive_metastores import HMS_MAIN_CLASS, HIVE3, HIVE4, HiveRelease, release_home
 from support.services import unique_name
 
 
@@ -74,10 +76,10 @@ def postgres(scratch_postgres: str) -> Db:
     return _db(scratch_postgres)
 
 
-def make_spec(db: Db, hive_version: str) -> HiveCatalogSpec:
+def make_spec(db: Db, hive_version: str, warehouse: str = "file:///tmp/warehouse") -> HiveCatalogSpec:
     t = db.target
     metastore = MetastoreSpec(image=f"apache/hive:{hive_version}", image_pull_policy="IfNotPresent", replicas=1,
-                              resources={}, warehouse_dir="file:///tmp/warehouse", port=9083,
+                              resources={}, warehouse_dir=warehouse, port=9083,
                               hive_version=hive_version, hive_home="/opt/hive")
     database = DatabaseSpec(type=db.db_type, host=t.host, port=t.port or DEFAULT_PORTS[t.dialect], name=t.database,
                             user=t.user, password=SecretKeyRef(name="metastore-db", key="password"))
@@ -86,40 +88,29 @@ def make_spec(db: Db, hive_version: str) -> HiveCatalogSpec:
                            metastore=metastore, database=database, glue=None, confirm_mode_switch=False)
 
 
-def fake_image(root: Path, release: HiveRelease, spec: HiveCatalogSpec, password: str) -> dict[str, str]:
-    """HIVE_HOME with a bin/schematool standing in for the image's, and HIVE_CONF_DIR holding exactly what the
-    operator's metastore ConfigMap holds (hive-site.xml, no password); returns the pod's environment, with the
-    password as the Secret would give it."""
-    home, conf = root / "hive-home", root / "conf"
-    (home / "bin").mkdir(parents=True)
-    conf.mkdir()
-    for key, text in metastore_config_map(spec)["data"].items():
-        (conf / key).write_text(text)
-    assert "ConnectionPassword" not in (conf / "hive-site.xml").read_text()
-    metastore_home = release_home(release)
-    driver_jar = MARIADB_JDBC_JAR if spec.database.dialect == "mysql" else POSTGRESQL_JDBC_JAR
-    classpath = f'"$HIVE_CONF_DIR":{shlex.quote(str(metastore_home))}/*:{shlex.quote(driver_jar)}'
-    tool = home / "bin" / "schematool"
-    tool.write_text("#!/bin/sh\n"
-                    f"export METASTORE_HOME={shlex.quote(str(metastore_home))}\n"
-                    f"exec {shlex.quote(java_executable())} -Xmx512m -cp {classpath} {release.schema_tool} "
-                    '"$@"\n')
-    tool.chmod(0o755)
-    return {"PATH": os.environ["PATH"], "HOME": str(root), "HIVE_HOME": str(home), "HIVE_CONF_DIR": str(conf),
-            PASSWORD_ENV: password}
+def job_container(spec: HiveCatalogSpec, decision) -> dict:
+    return schema_job(spec, decision)["spec"]["template"]["spec"]["containers"][0]
+
+
+def pod(root: Path, release: HiveRelease, spec: HiveCatalogSpec, container: dict, password: str,
+        extra: dict[str, str] = {}) -> tuple[StandInImage, dict[str, str]]:
+    """The stand-in image and a container's environment as its pod would have them: HIVE_CONF_DIR holding
+    exactly what the operator's metastore ConfigMap holds (no password), and the password as the Secret
+    gives it."""
+    image = StandInImage(root / "image", release, spec.database.dialect)
+    conf_dir = StandInImage.conf_dir(root / "pod", metastore_config_map(spec)["data"])
+    secret = spec.database.password
+    return image, image.environment(container, {(secret.name, secret.key): password}, conf_dir, extra)
 
 
 def run_job_command(root: Path, release: HiveRelease, db: Db, decision) -> str:
     """What the pod does: the Job's command, in the image's environment. Returns its output."""
     spec = make_spec(db, release.version)
-    command = schema_command(spec, decision)
+    container = job_container(spec, decision)
     if db.password != db.target.user:  # the PostgreSQL test role's password is its name
-        assert db.password not in " ".join(command)
-    env = fake_image(root, release, spec, db.password)
-    result = subprocess.run(command, env=env, cwd=root, capture_output=True, text=True, timeout=300,
-                            stdin=subprocess.DEVNULL)
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, f"schematool failed ({result.returncode}):\n{output[-3000:]}"
+        assert db.password not in json.dumps(container) + json.dumps(metastore_config_map(spec))
+    image, env = pod(root, release, spec, container, db.password)
+    output = image.run(container, env)
     if db.password != db.target.user:
         assert db.password not in output
     return output
@@ -238,6 +229,50 @@ def test_an_unreachable_server_is_reported(mariadb: Db) -> None:
         read_schema_state(target, mariadb.password)
     assert caught.value.reason == "DatabaseUnreachable"
     assert mariadb.password not in caught.value.message
+
+
+# --- no password on any command line: what `ps` shows in the pod, sampled from /proc while it runs ----------
+
+def assert_no_password_in(command_lines: set[bytes], password: str, program: str) -> None:
+    assert any(program.encode() in line for line in command_lines), f"never saw {program} run"
+    shown = (line.replace(b"\0", b" ").decode(errors="replace") for line in command_lines if password.encode() in line)
+    leaking = ["..." + text[max(0, text.index(password) - 80):].replace(password, "<PASSWORD>")[:120] + "..."
+               for text in shown]
+    assert leaking == [], "the password is on these command lines:\n" + "\n".join(leaking)
+
+
+@pytest.mark.parametrize("release", [HIVE3, HIVE4], ids=str)
+def test_the_schema_jobs_processes_never_carry_the_password(mariadb: Db, release: HiveRelease,
+                                                              tmp_path: Path) -> None:
+    spec = make_spec(mariadb, release.version)
+    container = job_container(spec, Init(release.schema_version))
+    image, env = pod(tmp_path, release, spec, container, mariadb.password)
+    job = image.start(container, env, tmp_path / "job.log")
+    seen = watch(job, lambda: False)
+    assert job.wait() == 0, (tmp_path / "job.log").read_text()[-3000:]
+    assert_no_password_in(seen, mariadb.password, release.schema_tool)
+    assert mariadb.password not in (tmp_path / "job.log").read_text()
+    assert read_schema_state(mariadb.target, mariadb.password) == SchemaState(True, release.schema_version, 1)
+
+
+@pytest.mark.parametrize("release", [HIVE3, HIVE4], ids=str)
+def test_the_metastores_processes_never_carry_the_password(mariadb: Db, release: HiveRelease,
+                                                           tmp_path: Path) -> None:
+    """The Deployment's own command, on the schema the Job's command made: the metastore reaches its database
+    (it answers a Thrift call only after reading the schema version there) while /proc is watched."""
+    spec = make_spec(mariadb, release.version, warehouse=(tmp_path / "warehouse").as_uri())
+    run_job_command(tmp_path / "job", release, mariadb, Init(release.schema_version))
+    [server] = metastore_deployment(spec, "hash")["spec"]["template"]["spec"]["containers"]
+    port = free_port()
+    image, env = pod(tmp_path / "server", release, spec, server, mariadb.password, {STANDIN_PORT_ENV: str(port)})
+    metastore = image.start(server, env, tmp_path / "metastore.log")
+    try:
+        seen = watch(metastore, lambda: probe_thrift("127.0.0.1", port, timeout=2).ok, timeout=240)
+        assert metastore.poll() is None, (tmp_path / "metastore.log").read_text()[-3000:]
+    finally:
+        stop_process_group(metastore)
+    assert_no_password_in(seen, mariadb.password, HMS_MAIN_CLASS)
+    assert mariadb.password not in (tmp_path / "metastore.log").read_text()
 
 
 # --- PostgreSQL -------------------------------------------------------------------------------------

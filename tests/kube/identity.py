@@ -4,6 +4,7 @@ chart's rules do not allow fails in the operator tier as it would in a cluster."
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -13,11 +14,13 @@ from kube.clients import REPO, Client
 from kube.kubeconfig import write_kubeconfig
 
 CHART = REPO / "charts" / "hivecat"
+# The operator of another checkout (tests/kube/operator.py) runs with that checkout's RBAC: its chart.
+RBAC_CHART = Path(os.environ["HIVECAT_TEST_OPERATOR_CHART"]) if os.environ.get("HIVECAT_TEST_OPERATOR_CHART") else CHART
 
 
 def chart_rbac(helm: Client, release: str, namespace: str, *values: str) -> list[dict]:
     """The ServiceAccount, (Cluster)Roles and bindings the chart renders with these `--set` values."""
-    rendered = helm("template", release, str(CHART), "--namespace", namespace,
+    rendered = helm("template", release, str(RBAC_CHART), "--namespace", namespace,
                     "--show-only", "templates/serviceaccount.yaml", "--show-only", "templates/rbac.yaml",
                     *[arg for value in values for arg in ("--set", value)]).stdout
     return [doc for doc in yaml.safe_load_all(rendered) if doc]

@@ -12,13 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HIVECAT = Path(sys.executable).parent / "hivecat"  # the console script `pip install -e .` put in the venv
+# Run the tests against the operator of another checkout, e.g. the commit before a fix, to see a new test fail
+# there: HIVECAT_TEST_OPERATOR_PYTHONPATH=/path/to/that/checkout/operator (the tests themselves stay as they are).
+OTHER_BUILD_ENV = "HIVECAT_TEST_OPERATOR_PYTHONPATH"
 
 
 @dataclass
 class OperatorProcess:
     kubeconfig: Path
     log_path: Path
-    namespace: str | None  # None: every namespace (-A)
+    namespace: str | None  # None: every namespace but kube-system; "a,b": namespaces a and b
     extra_args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)  # added to (and overriding) the test's environment
     # A pod's own command line and environment instead (e2e/: the chart's container as the kubelet starts it)
@@ -31,7 +34,9 @@ class OperatorProcess:
     def argv(self) -> list[str]:
         if self.command:
             return list(self.command)
-        scope = ["-A"] if self.namespace is None else ["-n", self.namespace]
+        # None: every namespace but kube-system, as the chart's clusterWide runs it
+        scope = (["--namespace=!kube-system"] if self.namespace is None
+                 else [a for ns in self.namespace.split(",") for a in ("-n", ns)])
         return [str(HIVECAT), "run", "--standalone", "--verbose", *scope, *self.extra_args]
 
     def watching(self, plural: str) -> bool:
@@ -42,6 +47,8 @@ class OperatorProcess:
         """Start, then wait until is_ready() (e.g. its watch has started) or fail with the log."""
         env = {**(os.environ if self.inherit_env else {}), "KUBECONFIG": str(self.kubeconfig),
                "PYTHONUNBUFFERED": "1", **self.env}
+        if os.environ.get(OTHER_BUILD_ENV):  # the operator of another checkout (its `operator/` directory)
+            env["PYTHONPATH"] = os.environ[OTHER_BUILD_ENV]
         started = time.monotonic()
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, env=env)

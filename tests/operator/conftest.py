@@ -19,6 +19,7 @@ from kube.controlplane import ControlPlane
 from kube.identity import operator_kubeconfig as make_operator_kubeconfig
 from kube.operator import OperatorProcess
 from support.catalog_db import journal, metastore_db  # noqa: F401  (fixtures by name)
+from support.policy import grant, lab, remove_policies
 from support.services import mariadb_server, moto, moto_server, scratch_mariadb  # noqa: F401
 
 from hivecat.kinds import GROUP, HIVE_CATALOG, VERSION  # noqa: F401  (test modules import these from here)
@@ -57,11 +58,25 @@ def operator_kubeconfig(control_plane: ControlPlane, kubectl: Client, helm: Clie
 
 
 @pytest.fixture
-def namespace(api: Api) -> Iterator[str]:
+def namespace(api: Api, kubectl: Client) -> Iterator[str]:
     name = f"t-{uuid.uuid4().hex[:8]}"
     api.create("/api/v1/namespaces", {"metadata": {"name": name}})
     yield name
     api.request("DELETE", f"/api/v1/namespaces/{name}")  # the namespace controller empties it in the background
+    remove_policies(kubectl, name)  # the test's CatalogPolicies (cluster-scoped)
+
+
+@pytest.fixture
+def second_namespace(api: Api, kubectl: Client) -> Iterator[str]:
+    """Another team's namespace. Ask for it after `run_operator`, so that its resources go while the operator
+    (watching "<namespace>,<second_namespace>") still runs to release their finalizers."""
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    api.create("/api/v1/namespaces", {"metadata": {"name": name}})
+    yield name
+    kubectl("delete", "-n", name, "tablereplicas,clusterstorages,hivecatalogs", "--all", "--wait", "--timeout=60s",
+            check=False)
+    api.request("DELETE", f"/api/v1/namespaces/{name}")
+    remove_policies(kubectl, name)
 
 
 @pytest.fixture
@@ -69,11 +84,16 @@ def run_operator(request: pytest.FixtureRequest, crds: None, operator_kubeconfig
                  tmp_path: Path, kubectl: Client, namespace: str) -> Iterator[Callable[..., OperatorProcess]]:
     """Start `hivecat run --standalone` as the chart's ServiceAccount for one namespace (or None: -A); it is
     stopped after the test (the test's hivecat resources deleted first), and its log printed if the test
-    failed. `env`: extra environment for the process
-    (e.g. HIVECAT_RECHECK_SECONDS)."""
+    failed. `env`: extra environment for the process (e.g. HIVECAT_RECHECK_SECONDS). `grants`: what the
+    namespace's CatalogPolicy grants on top of support.policy.lab() (storage, Glue, metastore addresses); None
+    applies no policy (a test of the policy itself)."""
     started: list[OperatorProcess] = []
 
-    def start(namespace: str | None, env: dict[str, str] | None = None) -> OperatorProcess:
+    def start(namespace: str | None, env: dict[str, str] | None = None,
+              grants: dict | None = {}) -> OperatorProcess:  # noqa: B006 - read only
+        for each in (namespace or "").split(",") if grants is not None else ():
+            if each:
+                grant(kubectl, each, "lab", **lab(**grants))
         operator = OperatorProcess(operator_kubeconfig(namespace), tmp_path / f"operator-{len(started)}.log",
                                    namespace, env=dict(env or {}))
         started.append(operator)

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from hmsclient import hmsclient
 from kube.clients import Client
 
-from hivecat.kinds import ANNOTATION_METASTORE_ADDRESS, ANNOTATION_SYNC_NOW
+from hivecat.kinds import ANNOTATION_SYNC_NOW
 from hivecat.local.net import free_port, wait_for_port
 from hivecat.local.processes import stop_process_group
 from hivecat.local.scratch_db import drop_database
@@ -34,6 +34,7 @@ from support.hive_image import STANDIN_PORT_ENV, StandInImage
 from support.hive_metastores import HIVE3
 from support.kube_resources import apply, events, get, password_secret, status_of, wait_for, wait_reason
 from support.location_dump import dump_locations
+from support.policy import grant, metastore_at
 from support.sales_orders import spark_script
 from support.scrape import sample, scrape
 from support.services import unique_name
@@ -63,10 +64,10 @@ def rows(done: subprocess.CompletedProcess) -> str:
     return next(line for line in done.stdout.splitlines() if line.startswith("ROWS"))
 
 
-def catalog(db_url: str, address: str) -> dict:
+def catalog(db_url: str) -> dict:
     url = sa.make_url(db_url)
     return {"apiVersion": "hivecatalog.io/v1alpha1", "kind": "HiveCatalog",
-            "metadata": {"name": "sales", "annotations": {ANNOTATION_METASTORE_ADDRESS: address}},
+            "metadata": {"name": "sales"},
             "spec": {"database": {"type": "mariadb", "host": url.host, "port": url.port or 3306,
                                   "name": url.database, "user": url.username, "passwordSecretRef": {"name": SECRET}},
                      "metastore": {"hiveVersion": HIVE3.version, "warehouseDir": "file:///tmp/unused-warehouse"}}}
@@ -113,14 +114,17 @@ def test_namenode_moved_drift_reported_repaired_and_undone_after_a_restart(
 
     # The metastore's database as its schema Job leaves it, then the catalog, then the metastore itself.
     port = free_port()
-    spec = parse_hive_catalog({**catalog(metastore_db, f"127.0.0.1:{port}"),
+    spec = parse_hive_catalog({**catalog(metastore_db),
                                "metadata": {"name": "sales", "namespace": namespace}}, default_image="x")
     image = StandInImage(tmp_path / "image", HIVE3, "mysql")
     conf_dir = StandInImage.conf_dir(tmp_path / "pod", metastore_config_map(spec)["data"])
     init = schema_job(spec, Init("3.1.0"))["spec"]["template"]["spec"]["containers"][0]
     image.run(init, image.environment(init, secrets, conf_dir))
-    first = run_operator(namespace, env={**operator_env, "HIVECAT_METRICS_PORT": str(metrics_port)})
-    apply(kubectl, namespace, password_secret(SECRET, password), catalog(metastore_db, f"127.0.0.1:{port}"))
+    # The administrator's grants: the metastore at 127.0.0.1:PORT (the operator runs outside the cluster's
+    # network), and the HDFS cluster's filesystem (another CatalogPolicy once the namenode moves).
+    first = run_operator(namespace, env={**operator_env, "HIVECAT_METRICS_PORT": str(metrics_port)},
+                         grants=metastore_at("sales", port, storage=[{"prefix": hdfs_cluster.uri}]))
+    apply(kubectl, namespace, password_secret(SECRET, password), catalog(metastore_db))
     deployment = wait_for("the metastore Deployment", lambda: get(kubectl, namespace, "deployment", "sales-metastore"))
     server = deployment["spec"]["template"]["spec"]["containers"][0]
     metastore = image.start(server, image.environment(server, secrets, conf_dir, {STANDIN_PORT_ENV: str(port)}),
@@ -151,6 +155,7 @@ def test_namenode_moved_drift_reported_repaired_and_undone_after_a_restart(
         hdfs_cluster.start()
         new = hdfs_cluster.uri
         assert new != old
+        grant(kubectl, namespace, "moved", storage=[{"prefix": new}])
         failed = spark_client(spark_conf, "read", check=False)
         assert failed.returncode != 0 and f":{old_port}" in failed.stderr, failed.stderr[-3000:]
         before = dump_locations(metastore_db)
@@ -207,7 +212,8 @@ def test_namenode_moved_drift_reported_repaired_and_undone_after_a_restart(
         # A new process (only the database remembers the run), now also with a journal database for repairs
         # through the metastore's Thrift API: the catalog user's journal database, by URL.
         journal_url = url.set(database=journal).render_as_string(hide_password=False)
-        run_operator(namespace, env={**operator_env, "HIVECAT_JOURNAL_URL": journal_url})
+        run_operator(namespace, env={**operator_env, "HIVECAT_JOURNAL_URL": journal_url},
+                     grants=metastore_at("sales", port, storage=[{"prefix": old}]))
         # It scans once on resuming; on a SQL catalog the scan's dry run holds the catalog's lock, which an undo
         # meeting it would be refused (exit 3, "locked"): let that scan finish first.
         wait_for("the scan on resuming", lambda: drift(kubectl, namespace).get("lastScanTime") != scanned)

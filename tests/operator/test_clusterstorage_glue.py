@@ -40,6 +40,11 @@ def storage() -> dict:
             "spec": {"catalogRef": {"name": "lake"}, "filesystem": NEW, "aliases": [OLD], "repair": "Auto"}}
 
 
+def grants(moto: MotoServer) -> dict:
+    """The namespace's grant: moto's Glue with its own keys, and the new bucket its ClusterStorage registers."""
+    return {"glue": [{"region": moto.region, "endpoint": moto.endpoint}], "storage": [{"prefix": NEW}]}
+
+
 def lake_dump(glue) -> dict:
     """The lake as built: the `default` database the HiveCatalog itself creates is not the lake's."""
     return {key: value for key, value in dump(glue).items() if key != "default"}
@@ -61,7 +66,7 @@ def test_glue_drift_is_repaired_only_with_a_journal_and_undone_after_a_restart(
     before = lake_dump(glue)
 
     # No journal database: the drift is reported, nothing is written.
-    first = run_operator(namespace)
+    first = run_operator(namespace, grants=grants(moto))
     apply(kubectl, namespace, aws_secret(), lake(moto), storage())
     reported = wait_reason(kubectl, namespace, "lake-s3", "Drifted", "Drifted", kind="clusterstorage", timeout=90)
     drift = status_of(kubectl, namespace, "lake-s3", "clusterstorage")["drift"]
@@ -75,7 +80,7 @@ def test_glue_drift_is_repaired_only_with_a_journal_and_undone_after_a_restart(
     # With a journal database (a scratch MariaDB database, as the chart's journal.urlSecretRef would give).
     assert first.stop() in (0, -15)
     journal = {"HIVECAT_JOURNAL_URL": scratch_mariadb}
-    second = run_operator(namespace, env=journal)
+    second = run_operator(namespace, env=journal, grants=grants(moto))
     repaired = wait_for("the repair", lambda: (status_of(kubectl, namespace, "lake-s3", "clusterstorage")
                                                .get("drift") or {}).get("lastRepairRunId"), timeout=90)
     wait_reason(kubectl, namespace, "lake-s3", "Iceberg", "Drifted", kind="clusterstorage")  # only refused ones left
@@ -114,7 +119,7 @@ def test_glue_drift_is_repaired_only_with_a_journal_and_undone_after_a_restart(
     assert undo.returncode == 0, undo.stderr
     assert as_json(lake_dump(glue)) == as_json(before)
     # An operator again (it releases the resources when the test ends): with repair Off it reports, never writes.
-    run_operator(namespace, env=journal)
+    run_operator(namespace, env=journal, grants=grants(moto))
     wait_for("the drift reported again", lambda: (status_of(kubectl, namespace, "lake-s3", "clusterstorage")
                                                  .get("drift") or {}).get("driftedLocations") == 508)
     assert as_json(lake_dump(glue)) == as_json(before)

@@ -26,6 +26,13 @@ def lake() -> dict:
                               "credentialsSecretRef": {"name": "absent"}}}}
 
 
+# The namespace's CatalogPolicy: every storage these tests register, and the catalog's Glue endpoint.
+GRANTS = {"storage": [{"prefix": prefix} for prefix in (
+    "hdfs://nn1.example:8020", "hdfs://nn2.example:8020", "hdfs://nn7.example:8020", "hdfs://nn8.example:8020",
+    "s3://bucket", "s3://other-bucket", "file:///data/hive")],
+    "glue": [{"region": "us-east-1", "endpoint": "http://127.0.0.1:1"}]}
+
+
 def storage(name: str, filesystem: str, *, aliases: tuple[str, ...] = (), catalog: str = "lake",
             repair: str = "Off") -> dict:
     spec: dict = {"catalogRef": {"name": catalog}, "filesystem": filesystem, "repair": repair}
@@ -50,7 +57,7 @@ def ready(kubectl: Client, namespace: str, name: str) -> dict:
 
 
 def test_registry_follows_create_update_and_delete(kubectl: Client, namespace: str, run_operator) -> None:
-    run_operator(namespace)
+    run_operator(namespace, grants=GRANTS)
     apply(kubectl, namespace, lake(),
           storage("hdfs-a", "hdfs://nn1.example:8020", aliases=("hdfs://nn1-old.example:8020",)),
           storage("s3", "s3://bucket/warehouse", aliases=("s3a://bucket/warehouse",)),
@@ -98,7 +105,7 @@ BAD = [  # (ClusterStorage, the reason it is refused): one operator takes them a
 
 def test_each_validation_rule_is_a_condition_and_the_registry_stays(kubectl: Client, namespace: str,
                                                                     run_operator) -> None:
-    run_operator(namespace)
+    run_operator(namespace, grants=GRANTS)
     apply(kubectl, namespace, lake(), storage("hdfs-a", "hdfs://nn1.example:8020"),
           storage("s3", "s3://bucket/warehouse"))
     ready(kubectl, namespace, "hdfs-a")
@@ -125,7 +132,7 @@ def test_each_validation_rule_is_a_condition_and_the_registry_stays(kubectl: Cli
 
 def test_deletion_is_held_while_a_table_replica_uses_the_cluster(kubectl: Client, namespace: str,
                                                                  run_operator) -> None:
-    run_operator(namespace)
+    run_operator(namespace, grants=GRANTS)
     apply(kubectl, namespace, lake(), storage("primary", "hdfs://nn1.example:8020"),
           storage("dr", "hdfs://nn2.example:8020"),
           {"apiVersion": "hivecatalog.io/v1alpha1", "kind": "TableReplica", "metadata": {"name": "orders"},

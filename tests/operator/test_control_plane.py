@@ -82,7 +82,11 @@ def test_rbac_is_enforced_for_the_operator_identity(operator_kubeconfig: Callabl
     assert can("get", "secrets", "-n", namespace) and not can("get", "secrets", "-n", "kube-system")
     assert not can("list", "secrets", "-n", namespace) and not can("list", "secrets", "--all-namespaces")
     assert not can("create", "serviceaccounts", "-n", namespace)
-    assert can("list", "customresourcedefinitions.apiextensions.k8s.io") and can("watch", "namespaces")
+    # Cluster-wide: the administrator's CatalogPolicies, and one namespace's labels at a time. Watching named
+    # namespaces, kopf needs not list namespaces or CRDs (the chart grants those with clusterWide only).
+    assert can("watch", f"catalogpolicies.{GROUP}") and can("get", "namespaces")
+    assert not can("create", f"catalogpolicies.{GROUP}") and not can("list", "namespaces")
+    assert not can("list", "customresourcedefinitions.apiextensions.k8s.io")
     assert not can("delete", "namespaces") and not can("create", "clusterroles.rbac.authorization.k8s.io")
     forbidden = operator("get", "nodes", check=False)
     assert forbidden.returncode != 0 and "Forbidden" in forbidden.stderr

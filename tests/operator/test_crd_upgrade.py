@@ -1,7 +1,9 @@
 """The documented CRD upgrade path (docs/operations.md): `kubectl apply --server-side -f crds/` over the CRDs
 of an earlier release, with live resources. Here the earlier release is today's TableReplica CRD without
 spec.housekeeping (as it was before that field came): a TableReplica written then keeps every field through
-the upgrade, and the new field is accepted only after it."""
+the upgrade, and the new field is accepted only after it. Likewise the changes of the multi-team release: the
+HiveCatalog CRD before its control-character rule, with a Glue catalog naming spec.glue.roleArn (kept: a field
+removed from the CRD would be pruned from live objects silently), and no CatalogPolicy CRD at all."""
 
 from __future__ import annotations
 
@@ -23,6 +25,49 @@ def earlier_tablereplica_crd() -> dict:
     earlier = copy.deepcopy(crd)
     del earlier["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["housekeeping"]
     return earlier
+
+
+LAKE = {"apiVersion": "hivecatalog.io/v1alpha1", "kind": "HiveCatalog", "metadata": {"name": "lake"},
+        "spec": {"mode": "Glue", "glue": {"region": "eu-west-1", "roleArn": "arn:aws:iam::123456789012:role/lake"},
+                 "configurations": [{"classification": "spark-defaults",
+                                     "properties": {"spark.sql.shuffle.partitions": "64"}}]}}
+
+
+def earlier_hivecatalog_crd() -> dict:
+    """Today's HiveCatalog CRD without the rule refusing control characters in configurations."""
+    crd = yaml.safe_load((CRD_DIR / "hivecatalogs.yaml").read_text())
+    properties = (crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+                  ["configurations"]["items"]["properties"]["properties"])
+    properties["x-kubernetes-validations"] = [rule for rule in properties["x-kubernetes-validations"]
+                                              if "control characters" not in rule["message"]]
+    return crd
+
+
+def test_the_multi_team_release_upgrades_under_live_resources(kubectl: Client, namespace: str, crds: None) -> None:
+    try:
+        kubectl("delete", "crd", "catalogpolicies.hivecatalog.io", "--wait")
+        kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump(earlier_hivecatalog_crd()))
+        apply(kubectl, namespace, LAKE)
+        before = kubectl.json("get", "-n", namespace, "hivecatalog", "lake")
+
+        kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_DIR))
+        kubectl("wait", "--for=condition=Established", "--timeout=30s", "-f", str(CRD_DIR))
+        after = kubectl.json("get", "-n", namespace, "hivecatalog", "lake")
+        assert after["spec"] == before["spec"] and after["spec"]["glue"]["roleArn"].endswith("role/lake")
+        bad = {**LAKE, "spec": {**LAKE["spec"], "configurations": [
+            {"classification": "spark-defaults", "properties": {"spark.x": "1\nspark.y=2"}}]}}
+        refused = kubectl("apply", "-n", namespace, "-f", "-", stdin=yaml.safe_dump(bad),
+                          check=False)
+        assert refused.returncode != 0 and "control characters" in refused.stderr, refused.stderr
+        policy = {"apiVersion": "hivecatalog.io/v1alpha1", "kind": "CatalogPolicy",
+                  "metadata": {"name": f"{namespace}-upgraded"}, "spec": {"namespaces": [namespace]}}
+        kubectl("apply", "-f", "-", stdin=yaml.safe_dump(policy))
+        assert kubectl.json("get", "catalogpolicy", f"{namespace}-upgraded")["spec"]["namespaces"] == [namespace]
+    finally:
+        kubectl("delete", "catalogpolicy", f"{namespace}-upgraded", "--ignore-not-found", "--wait=false")
+        kubectl("delete", "-n", namespace, "hivecatalog", "lake", "--ignore-not-found", "--wait=false")
+        kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_DIR))
+        kubectl("wait", "--for=condition=Established", "--timeout=30s", "-f", str(CRD_DIR))
 
 
 def test_crds_upgrade_server_side_under_live_resources(kubectl: Client, namespace: str, crds: None) -> None:

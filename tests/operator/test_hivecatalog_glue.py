@@ -28,6 +28,11 @@ def glue_catalog(name: str, endpoint: str, region: str, *, location: str | None 
             "spec": {"configurations": configurations, "glue": glue}}
 
 
+def glue_grant(moto: MotoServer) -> dict:
+    """The namespace's grant: moto's Glue, reached with the namespace's own keys (the Secret `aws`)."""
+    return {"glue": [{"region": moto.region, "endpoint": moto.endpoint}]}
+
+
 def wait_condition(kubectl: Client, namespace: str, name: str, type_: str = "Ready", status: str = "True",
                    timeout: float = 60) -> dict:
     deadline = time.monotonic() + timeout
@@ -43,7 +48,7 @@ def wait_condition(kubectl: Client, namespace: str, name: str, type_: str = "Rea
 
 def test_glue_catalog_ready_without_a_metastore(kubectl: Client, namespace: str, run_operator,
                                                  moto: MotoServer) -> None:
-    run_operator(namespace)
+    run_operator(namespace, grants=glue_grant(moto))
     apply(kubectl, namespace, aws_secret())
     began = time.monotonic()
     apply(kubectl, namespace, glue_catalog("lake", moto.endpoint, moto.region))
@@ -86,7 +91,7 @@ def test_glue_catalog_ready_without_a_metastore(kubectl: Client, namespace: str,
 
 def test_hive_site_only_completes_the_spark_side_with_a_warning(kubectl: Client, namespace: str, run_operator,
                                                                  moto: MotoServer) -> None:
-    run_operator(namespace)
+    run_operator(namespace, grants=glue_grant(moto))
     apply(kubectl, namespace, aws_secret(), glue_catalog("lake", moto.endpoint, moto.region, spark_too=False))
     catalog = wait_condition(kubectl, namespace, "lake")
     assert catalog["status"]["mode"] == "Glue"
@@ -103,7 +108,7 @@ def test_hive_site_only_completes_the_spark_side_with_a_warning(kubectl: Client,
 ])
 def test_bad_glue_specs_get_a_reason_and_nothing_is_created(kubectl: Client, namespace: str, run_operator,
                                                             moto: MotoServer, case: str, reason: str) -> None:
-    run_operator(namespace)
+    run_operator(namespace, grants=glue_grant(moto))
     glue = moto.client("glue")
     if case == "secret-key-missing":
         apply(kubectl, namespace, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "aws"},

@@ -22,7 +22,7 @@ import yaml
 from kube.clients import Client
 
 from conftest import CRD_DIR
-from hivecat.kinds import ANNOTATION_CONFIG_HASH, ANNOTATION_CONFIRM_MODE_SWITCH, ANNOTATION_METASTORE_ADDRESS
+from hivecat.kinds import ANNOTATION_CONFIG_HASH, ANNOTATION_CONFIRM_MODE_SWITCH
 from hivecat.local.net import free_port
 from support import kube_resources
 from support.kube_resources import (FACTORY, GLUE_FACTORY, apply, aws_secret, children, condition, events, get,
@@ -31,7 +31,17 @@ from support.services import MotoServer
 
 SECRET = "metastore-db"
 HIVE_VERSION = "3.1.3"  # schema 3.1.0
-CLOSED = "127.0.0.1:1"  # the metastore address annotation: nothing answers there
+CLOSED = "127.0.0.1:1"  # where the policy says the catalogs' metastores are reached: nothing answers there
+NAMES = ("mixed", "plain", "sw", "bad", "s", "held", "cols", "rot")
+
+
+def grants(moto: MotoServer | None = None) -> dict:
+    """The namespace's CatalogPolicy grants: the metastores' address, local-dev's directory, moto's Glue."""
+    found: dict[str, Any] = {"metastoreAddresses": [{"catalog": name, "address": CLOSED} for name in NAMES],
+                             "storage": [{"prefix": "file:///data"}]}
+    if moto is not None:
+        found["glue"] = [{"region": moto.region, "endpoint": moto.endpoint}]
+    return found
 
 
 # --- the database -------------------------------------------------------------------------------------------
@@ -69,7 +79,7 @@ def catalog(name: str, db_url: str, *, port: int | None = None, factory_in: tupl
             moto: MotoServer | None = None, confirm: bool = False, suspend: bool | None = None,
             warehouse: str = "file:///tmp/warehouse") -> dict:
     url = sa.make_url(db_url)
-    annotations = {ANNOTATION_METASTORE_ADDRESS: CLOSED}
+    annotations = {}
     if confirm:
         annotations[ANNOTATION_CONFIRM_MODE_SWITCH] = "true"
     spec: dict[str, Any] = {
@@ -99,7 +109,7 @@ def deployment_shape(kubectl: Client, namespace: str, name: str) -> tuple | None
 def test_factory_only_in_spark_hive_site_runs_hybrid(kubectl: Client, namespace: str, run_operator,
                                                      metastore_db: str, moto: MotoServer) -> None:
     ready_schema(metastore_db)
-    run_operator(namespace)
+    run_operator(namespace, grants=grants(moto))
     apply(kubectl, namespace, password_secret(sa.make_url(metastore_db).password), aws_secret(),
           catalog("mixed", metastore_db, factory_in=("spark-hive-site",), moto=moto))
     wait_for("the metastore Deployment", lambda: get(kubectl, namespace, "deployment", "mixed-metastore"))
@@ -120,7 +130,7 @@ def test_factory_only_in_spark_hive_site_runs_hybrid(kubectl: Client, namespace:
 
 def test_no_factory_anywhere_runs_thrift(kubectl: Client, namespace: str, run_operator, metastore_db: str) -> None:
     ready_schema(metastore_db)
-    run_operator(namespace)
+    run_operator(namespace, grants=grants())
     plain = catalog("plain", metastore_db)
     plain["spec"]["configurations"] = [  # classifications, but no factory in either
         {"classification": "hive-site", "properties": {"hive.exec.dynamic.partition.mode": "nonstrict"}},
@@ -139,7 +149,7 @@ def test_no_factory_anywhere_runs_thrift(kubectl: Client, namespace: str, run_op
 def test_mode_switch_needs_confirmation_and_keeps_the_database(kubectl: Client, namespace: str, run_operator,
                                                                metastore_db: str, moto: MotoServer) -> None:
     ready_schema(metastore_db)
-    run_operator(namespace)
+    run_operator(namespace, grants=grants(moto))
     apply(kubectl, namespace, password_secret(sa.make_url(metastore_db).password), aws_secret(),
           catalog("sw", metastore_db))
     wait_for("the metastore Deployment", lambda: get(kubectl, namespace, "deployment", "sw-metastore"))
@@ -196,7 +206,7 @@ def test_bad_thrift_specs_get_a_reason_and_nothing_is_created(kubectl: Client, n
                                                               metastore_db: str, case: str, reason: str) -> None:
     password = sa.make_url(metastore_db).password
     wrong = f"wrong-{uuid.uuid4().hex}"
-    run_operator(namespace)
+    run_operator(namespace, grants=grants())
     port = None
     if case == "secret-key-missing":
         apply(kubectl, namespace, password_secret(password, key="passwd"))
@@ -221,7 +231,7 @@ def test_bad_thrift_specs_get_a_reason_and_nothing_is_created(kubectl: Client, n
 def test_suspend_stops_changes_and_resume_applies_them(kubectl: Client, namespace: str, run_operator,
                                                        metastore_db: str) -> None:
     ready_schema(metastore_db)
-    run_operator(namespace, env={"HIVECAT_RECHECK_SECONDS": "1"})
+    run_operator(namespace, env={"HIVECAT_RECHECK_SECONDS": "1"}, grants=grants())
     apply(kubectl, namespace, password_secret(sa.make_url(metastore_db).password), catalog("s", metastore_db))
     wait_for("the client ConfigMap", lambda: status_of(kubectl, namespace, "s").get("clientConfigMap"))
     apply(kubectl, namespace, catalog("s", metastore_db, suspend=True))
@@ -257,7 +267,7 @@ def test_suspend_stops_changes_and_resume_applies_them(kubectl: Client, namespac
 
 def test_deletion_is_held_while_a_cluster_storage_references_the_catalog(kubectl: Client, namespace: str,
                                                                          run_operator) -> None:
-    run_operator(namespace)
+    run_operator(namespace, grants=grants())
     # No Secret: the catalog stops at SecretNotFound, which is all this test needs of it (it has a finalizer).
     apply(kubectl, namespace, catalog("held", "mysql+pymysql://u@127.0.0.1:1/db"),
           {"apiVersion": "hivecatalog.io/v1alpha1", "kind": "ClusterStorage", "metadata": {"name": "local-dev"},
@@ -283,7 +293,7 @@ def _declared_status() -> tuple[set[str], set[str]]:
 def test_every_status_field_is_declared_and_printer_columns_show_it(kubectl: Client, namespace: str,
                                                                     run_operator, metastore_db: str) -> None:
     ready_schema(metastore_db)
-    run_operator(namespace)
+    run_operator(namespace, grants=grants())
     apply(kubectl, namespace, password_secret(sa.make_url(metastore_db).password), catalog("cols", metastore_db))
     wait_for("schemaVersion and the endpoint", lambda: status_of(kubectl, namespace, "cols").get("endpoint")
              and status_of(kubectl, namespace, "cols").get("schemaVersion"))
@@ -317,7 +327,7 @@ def test_every_status_field_is_declared_and_printer_columns_show_it(kubectl: Cli
 def test_password_rotation_rolls_the_metastore(kubectl: Client, namespace: str, run_operator,
                                                metastore_db: str, scratch_mariadb: str) -> None:  # noqa: F811
     ready_schema(metastore_db)
-    run_operator(namespace, env={"HIVECAT_RECHECK_SECONDS": "1"})
+    run_operator(namespace, env={"HIVECAT_RECHECK_SECONDS": "1"}, grants=grants())
     url = sa.make_url(metastore_db)
     apply(kubectl, namespace, password_secret(url.password), catalog("rot", metastore_db))
 

@@ -36,7 +36,7 @@ def test_hivecatalog_apply_status_delete_cycle(kubectl: Client, namespace: str, 
 
 def test_operator_serving_all_namespaces_handles_any_namespace_and_stops_cleanly(
         kubectl: Client, namespace: str, run_operator) -> None:
-    operator = run_operator(None)  # hivecat run --standalone -A
+    operator = run_operator(None)  # hivecat run --standalone --namespace='!kube-system', as the chart's clusterWide
     kubectl("apply", "-n", namespace, "-f", str(EXAMPLES_DIR / "hivecatalog-dev-derby.yaml"))
     kubectl("wait", "-n", namespace, "hivecatalog/dev", "--for=jsonpath={.status.observedGeneration}=1",
             "--timeout=60s")

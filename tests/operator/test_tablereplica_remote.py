@@ -37,11 +37,13 @@ from kube.operator import HIVECAT
 from support.hdfs import HdfsCluster, hadoop_jar_dir, hdfs_cluster  # noqa: F401  (fixtures by name)
 from support.hms_tables import hive_table, storage_descriptor
 from support.kube_resources import apply, status_of, wait_for, wait_reason
+from support.procs import processes
 from support.services import MotoServer
 from support.thrift_catalog import served_catalog
 
 DAYS = ("2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04")
 BUCKET = "dr-bucket"
+LEAKY_PASSWORD = "journal-password-the-copies-never-see"
 READ = textwrap.dedent("""
     from pyspark.sql import SparkSession
     spark = SparkSession.builder.master("local[1]").enableHiveSupport().getOrCreate()
@@ -80,19 +82,7 @@ def partitions(port: int) -> dict[str, tuple[str, dict[str, str]]]:
 
 def copy_children(operator_pid: int) -> list[int]:
     """The operator's `hivecat distcp` children (the Local launcher's copies)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        if parent == operator_pid and b"distcp" in cmdline:
-            found.append(int(entry.name))
-    return found
+    return [p.pid for p in processes() if p.ppid == operator_pid and b"distcp" in p.cmdline.split(b"\0")]
 
 
 def test_copies_on_s3_and_hdfs_failover_to_hdfs_and_a_copy_killed_mid_run(
@@ -107,8 +97,15 @@ def test_copies_on_s3_and_hdfs_failover_to_hdfs_and_a_copy_killed_mid_run(
     endpoints = f"{hdfs_cluster.authority}=http://127.0.0.1:{hdfs_cluster.http_port}"
     # The Local launcher's copies reach S3 and WebHDFS with the operator's own settings (moto's AWS variables
     # come from the `moto` fixture's environment).
-    env = {"HIVECAT_WEBHDFS_ENDPOINTS": endpoints, "HIVECAT_JOURNAL_SCHEMA": journal}
-    operator = run_operator(namespace, env=env)
+    # HIVECAT_JOURNAL_URL (Glue and Thrift catalogs' journal; unused by this SQL catalog) holds a password: the
+    # Local launcher's copies must never see it.
+    env = {"HIVECAT_WEBHDFS_ENDPOINTS": endpoints, "HIVECAT_JOURNAL_SCHEMA": journal,
+           "HIVECAT_JOURNAL_URL": f"mysql+pymysql://journal:{LEAKY_PASSWORD}@127.0.0.1:1/journal"}
+    # The administrator grants the clusters, and the operator's own identity on S3 and HDFS (no Secret there).
+    grants = {"storage": [{"prefix": f"file://{tmp_path / 'clusters'}"},
+                          {"prefix": f"s3://{BUCKET}/lake", "ambientCredentials": True},
+                          {"prefix": hdfs, "ambientCredentials": True}]}
+    operator = run_operator(namespace, env=env, grants=grants)
     with served_catalog(kubectl, namespace, metastore_db, tmp_path) as served:
         with hmsclient.HMSClient(host="127.0.0.1", port=served.port) as client:
             client.create_database(Database("sales", "", f"file://{main}/warehouse/sales.db", {}))
@@ -171,7 +168,7 @@ def test_copies_on_s3_and_hdfs_failover_to_hdfs_and_a_copy_killed_mid_run(
         assert {"/" + location.removeprefix("file:").lstrip("/") for location, _ in partitions(served.port).values()
                 } == {f"{table_dir}/dt={day}" for day in DAYS}  # Hive spells it file:/p, hivecat file:///p
         apply(kubectl, namespace, replica(["s3dr", "hdfsdr"]))
-        operator = run_operator(namespace, env=env)
+        operator = run_operator(namespace, env=env, grants=grants)
         wait_for("the sync on main", lambda: (s := status_of(kubectl, namespace, "clicks", "tablereplica"))
                  .get("active") == "main" and s.get("inSync") == "2/2", timeout=120)
 
@@ -184,6 +181,12 @@ def test_copies_on_s3_and_hdfs_failover_to_hdfs_and_a_copy_killed_mid_run(
             p.is_file() and p.stat().st_size > 0 for p in slow_table.glob(f"{STAGING_PREFIX}*/**/*")), timeout=120)
         children = copy_children(operator.process.pid)
         assert children, "the Local launcher's copy is not running"
+        for pid in children:  # the copy gets only what it needs: not the journal URL, nor the API credentials
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            names = {item.split(b"=", 1)[0].decode() for item in environ if item}
+            assert LEAKY_PASSWORD.encode() not in b"".join(environ), sorted(names)
+            assert not names & {"HIVECAT_JOURNAL_URL", "KUBECONFIG", "POD_NAMESPACE"}, sorted(names)
+            assert "AWS_ACCESS_KEY_ID" not in names  # slow is file://: no cloud identity for it
         for pid in children:
             os.kill(pid, signal.SIGKILL)
         status = wait_for("the killed copy's sync", lambda: (s := status_of(kubectl, namespace, "clicks",

@@ -102,7 +102,8 @@ def test_copies_recorded_in_the_metastore_new_partitions_only_and_bookkeeping_re
     metrics_port = free_port()
     run_operator(namespace, env={"HIVECAT_ALLOWED_IMAGES": "registry.example.com/hivecat:*",
                                  "HIVECAT_JOURNAL_SCHEMA": journal,  # failovers are journaled there
-                                 "HIVECAT_METRICS_PORT": str(metrics_port)})
+                                 "HIVECAT_METRICS_PORT": str(metrics_port)},
+                 grants={"storage": [{"prefix": f"file://{tmp_path / 'clusters'}"}]})
     with served_catalog(kubectl, namespace, metastore_db, tmp_path) as served:
         created = served.spark(SPARK, "create", f"file://{roots['main']}")
         assert "ROWS [(1, 'a', '2026-11-01'), (2, 'b', '2026-11-01'), (3, 'c', '2026-11-02'), (4, 'd', " \

@@ -24,10 +24,6 @@ EVERYONE = {("authorization.k8s.io", "selfsubjectaccessreviews", "create")}
 # Granted though the operator tier never shows them used, each for a reason. The test fails when the audit and
 # the chart disagree otherwise: a rule nothing uses goes from the chart, or is added here with its reason.
 NEEDED_UNSEEN = {
-    **{(group, resource, "create"): "server-side apply of a new object is audited as a patch, and authorized as a "
-                                    "create as well"
-       for group, resource in (("", "configmaps"), ("", "services"), ("apps", "deployments"), ("batch", "jobs"),
-                               ("sparkoperator.k8s.io", "sparkapplications"))},
     ("sparkoperator.k8s.io", "sparkapplications", "delete"): "a finished SparkApplication is deleted before the "
     "next copy run of the same name; the tier runs one SparkApplication",
 }

@@ -10,6 +10,9 @@ ConfigMap the pod mounts; Secret-backed env vars get the Secret's value, as the 
 Where the stand-in differs from a full Hive image, it says so: the standalone metastore lacks hive-exec, so
 bin/hive adds the release's settings that avoid hive-exec classes (HiveRelease.conf), and it takes the
 Thrift port from HIVE_STANDIN_PORT because many tests share this machine's 9083.
+
+`watch` samples what `ps` in the pod would show: the command line of every process the container's command
+started (its shell, the wrappers, the JVM), read from /proc while they run.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +29,7 @@ from hivecat.local.java import java_executable
 from hivecat.local.metastore import MARIADB_JDBC_JAR, POSTGRESQL_JDBC_JAR
 from support.hive_metastores import HMS_MAIN_CLASS, HiveRelease, release_home
 from support.kube_resources import container_env
+from support.procs import processes
 
 STANDIN_PORT_ENV = "HIVE_STANDIN_PORT"
 # The standalone defaults name hive-exec classes; a full Hive image has them.
@@ -87,7 +92,25 @@ class StandInImage:
         return output
 
     def start(self, container: Mapping[str, Any], env: Mapping[str, str], log: Path) -> subprocess.Popen[bytes]:
-        """Start a long-running container command (the metastore) in its own process group."""
+        """Start a long-running container command (the metastore) in its own process group and session."""
         with open(log, "wb") as out:
             return subprocess.Popen(self.argv(container), env=dict(env), cwd=self.root, stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def session_command_lines(leader: int) -> list[bytes]:
+    """The command line of every live process in the session that `leader` leads, i.e. everything a command
+    started with start_new_session=True runs."""
+    return [process.cmdline for process in processes() if process.session == leader]
+
+
+def watch(process: subprocess.Popen[bytes], done: Callable[[], bool], timeout: float = 300,
+          interval: float = 0.02) -> set[bytes]:
+    """Every distinct command line seen in `process`'s session (see start) until `done()` or the process exits."""
+    seen: set[bytes] = set()
+    deadline = time.monotonic() + timeout
+    while process.poll() is None and not done():
+        assert time.monotonic() < deadline, f"still running after {timeout} s"
+        seen.update(session_command_lines(process.pid))
+        time.sleep(interval)
+    return seen

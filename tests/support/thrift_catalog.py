@@ -1,8 +1,9 @@
 """A Thrift-mode HiveCatalog served for real in the operator tier: its database initialised with the command
 of the schema Job the operator would create, the HiveCatalog applied, and the metastore pod's own command run
 by the test in the stand-in image (kwok runs no containers) — Hive Metastore 3.1.3 on MariaDB, reached at
-127.0.0.1:PORT through the catalog's address annotation. Also Spark configured from the catalog's client
-ConfigMap, as a user's job would be.
+127.0.0.1:PORT, where a CatalogPolicy of the administrator's says the operator finds it (the operator runs
+outside the cluster's network). Also Spark configured from the catalog's client ConfigMap, as a user's job
+would be.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from pathlib import Path
 import sqlalchemy as sa
 from kube.clients import Client
 
-from hivecat.kinds import ANNOTATION_METASTORE_ADDRESS
 from hivecat.local.net import free_port, wait_for_port
 from hivecat.local.processes import stop_process_group
 from hivecat.reconcile.schema import Init
@@ -28,14 +28,15 @@ from hivecat.workloads.schema_job import schema_job
 from support.hive_image import STANDIN_PORT_ENV, StandInImage
 from support.hive_metastores import HIVE3
 from support.kube_resources import apply, get, password_secret, wait_for
+from support.policy import grant, metastore_at
 
 SECRET = "metastore-db"
 
 
-def catalog_manifest(name: str, db_url: str, address: str) -> dict:
+def catalog_manifest(name: str, db_url: str) -> dict:
     url = sa.make_url(db_url)
     return {"apiVersion": "hivecatalog.io/v1alpha1", "kind": "HiveCatalog",
-            "metadata": {"name": name, "annotations": {ANNOTATION_METASTORE_ADDRESS: address}},
+            "metadata": {"name": name},
             "spec": {"database": {"type": "mariadb", "host": url.host, "port": url.port or 3306,
                                   "name": url.database, "user": url.username, "passwordSecretRef": {"name": SECRET}},
                      "metastore": {"hiveVersion": HIVE3.version, "warehouseDir": "file:///tmp/unused-warehouse"}}}
@@ -62,10 +63,13 @@ class ServedCatalog:
 @contextmanager
 def served_catalog(kubectl: Client, namespace: str, metastore_db: str, tmp_path: Path, name: str = "sales",
                    extra_spark_conf: dict[str, str] | None = None) -> Iterator[ServedCatalog]:
-    """Apply the HiveCatalog (an operator must be running) and serve its metastore until the block ends."""
+    """Apply the HiveCatalog (an operator must be running) and serve its metastore until the block ends; a
+    CatalogPolicy grants the namespace the metastore's address and its database's host."""
     password = sa.make_url(metastore_db).password
     port = free_port()
-    manifest = catalog_manifest(name, metastore_db, f"127.0.0.1:{port}")
+    manifest = catalog_manifest(name, metastore_db)
+    grant(kubectl, namespace, f"{name}-metastore", **metastore_at(name, port, databases=[
+        {"host": sa.make_url(metastore_db).host}]))
     with serving(kubectl, namespace, manifest, {(SECRET, "password"): password}, port, tmp_path,
                  lambda: apply(kubectl, namespace, password_secret(SECRET, password), manifest),
                  extra_spark_conf) as served:
@@ -76,7 +80,7 @@ def served_catalog(kubectl: Client, namespace: str, metastore_db: str, tmp_path:
 def serving(kubectl: Client, namespace: str, manifest: dict, secrets: dict[tuple[str, str], str], port: int,
             tmp_path: Path, apply_catalog: Callable[[], None], extra_spark_conf: dict[str, str] | None = None
             ) -> Iterator[ServedCatalog]:
-    """Serve the Thrift catalog `manifest` (whose address annotation names 127.0.0.1:`port`): its database
+    """Serve the Thrift catalog `manifest` (which the policy says is reached at 127.0.0.1:`port`): its database
     initialised with the schema Job's command, then `apply_catalog()` (however the test applies it), then the
     metastore Deployment's own command run until the block ends. `secrets`: (Secret, key) -> value, for the
     containers' secretKeyRefs."""

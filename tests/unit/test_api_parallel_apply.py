@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import threading
-import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -82,26 +83,46 @@ def test_parallel_apply_gives_the_journal_state_and_report_of_serial(tmp_path: P
     assert all(loc.startswith(OLD) for values, loc in locations.items() if values != ("20",))
 
 
+class Gate:
+    """Holds its callers until `n` of them are inside at once, then stays open for good. So reaching n at
+    once does not depend on the machine's speed: while they wait none ends, and the driver can only start
+    more, up to its bound. A driver that never gets there fails the test after TIMEOUT seconds."""
+
+    TIMEOUT = 60
+
+    def __init__(self, n: int, what: str):
+        self.n, self.what = n, what
+        self.lock, self.opened = threading.Lock(), threading.Event()
+        self.now = self.peak = 0  # inside now; most inside at once
+
+    @contextmanager
+    def inside(self) -> Iterator[None]:
+        with self.lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+            if self.now >= self.n:
+                self.opened.set()
+        try:
+            if not self.opened.wait(self.TIMEOUT):
+                raise AssertionError(f"only {self.peak} of {self.n} {self.what} were ever under way at once")
+            yield
+        finally:
+            with self.lock:
+                self.now -= 1
+
+
 @pytest.mark.parametrize("parallelism", [1, 3, 6])
 def test_chunks_in_flight_never_exceed_the_bound(tmp_path: Path, parallelism: int) -> None:
     cat = catalog(tmp_path, parallelism)
-    lock, running, peak = threading.Lock(), [0], [0]
-    swap = cat._swap
+    gate, swap = Gate(parallelism, "chunks"), cat._swap
 
     def counted(rows, *, undo):
-        with lock:
-            running[0] += 1
-            peak[0] = max(peak[0], running[0])
-        try:
-            time.sleep(0.05)  # long enough for the driver to start every chunk it may, even on a busy machine
+        with gate.inside():
             return swap(rows, undo=undo)
-        finally:
-            with lock:
-                running[0] -= 1
     cat._swap = counted
     report = cat.relocate(RelocationRequest(OLD, NEW))
     assert report.status == "done" and report.count(ObjectKind.PARTITION).rewritten == PARTITIONS
-    assert peak[0] == parallelism
+    assert gate.peak == parallelism
 
 
 def test_journal_and_progress_stay_on_the_calling_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -117,6 +138,12 @@ def test_journal_and_progress_stay_on_the_calling_thread(tmp_path: Path, monkeyp
         monkeypatch.setattr(target, name, recorded)
     for name in ("pending_chunks", "chunk_entries", "set_states", "renew_lock"):
         on_thread(cat.journal, name, journal_threads)
+    gate, write = Gate(2, "partition writes"), cat.backend.write_partitions
+
+    def two_at_once(*args, **kwargs):  # two writes under way together run on two threads, however fast
+        with gate.inside():
+            return write(*args, **kwargs)
+    monkeypatch.setattr(cat.backend, "write_partitions", two_at_once)
     on_thread(cat.backend, "write_partitions", write_threads)
     progress: list[tuple[int, int]] = []
     report = cat.relocate(RelocationRequest(OLD, NEW),

@@ -20,6 +20,8 @@ EXAMPLES = sorted(p for p in (REPO / "examples").glob("*.yaml") if p.name != "ku
 CHART_CRD_DIR = REPO / "charts" / "hivecat" / "crds"
 CRDS = crds.load_crds()
 KINDS = sorted(CRDS)
+# The kinds a team writes in its namespace (a CatalogPolicy is the cluster administrator's: no suspend).
+NAMESPACED_KINDS = [kind for kind in KINDS if CRDS[kind]["spec"]["scope"] == "Namespaced"]
 
 
 def _ids(paths: list[Path]) -> list[str]:
@@ -37,11 +39,14 @@ def single_doc(path: Path) -> dict[str, Any]:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_crd_conventions(kind: str) -> None:
+    from hivecat import kinds
+
+    [known] = [k for k in kinds.KINDS if k.kind == kind]
     spec = CRDS[kind]["spec"]
     names = spec["names"]
     assert CRDS[kind]["metadata"]["name"] == f"{names['plural']}.{crds.GROUP}"
-    assert spec["group"] == crds.GROUP and spec["scope"] == "Namespaced"
-    assert names["plural"] == kind.lower() + "s" and names["singular"] == kind.lower()
+    assert spec["group"] == crds.GROUP and spec["scope"] == ("Namespaced" if known.namespaced else "Cluster")
+    assert names["plural"] == known.plural and names["singular"] == kind.lower()
     assert names["listKind"] == f"{kind}List" and names["categories"] == ["hivecat"]
     assert names["shortNames"] == ["".join(c for c in kind if c.isupper()).lower()]
     [version] = spec["versions"]
@@ -88,8 +93,9 @@ def test_cel_inputs_are_bounded(kind: str) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_spec_suspend_and_status_shape(kind: str) -> None:
     props = crds.openapi_schema(CRDS[kind])["properties"]
-    suspend = props["spec"]["properties"]["suspend"]
-    assert (suspend["type"], suspend["default"]) == ("boolean", False)
+    if kind in NAMESPACED_KINDS:
+        suspend = props["spec"]["properties"]["suspend"]
+        assert (suspend["type"], suspend["default"]) == ("boolean", False)
     status = props["status"]
     assert status["x-kubernetes-preserve-unknown-fields"] is True  # kopf writes there
     fields = status["properties"]
@@ -109,7 +115,7 @@ def test_spec_suspend_and_status_shape(kind: str) -> None:
 
 def test_examples_show_every_kind_and_mode() -> None:
     docs = [single_doc(p) for p in EXAMPLES]
-    assert {d["kind"] for d in docs} >= set(KINDS) | {"Secret"}
+    assert {d["kind"] for d in docs} >= set(KINDS) | {"Secret"}  # CatalogPolicy too: the examples' grants
     catalogs = [d["spec"] for d in docs if d["kind"] == "HiveCatalog"]
     assert {c["database"]["type"] for c in catalogs if "database" in c} >= {"mariadb", "postgresql", "derby"}
     assert any("glue" in c and "database" not in c for c in catalogs)  # Glue
@@ -153,6 +159,7 @@ PRINTER_COLUMNS = {
     "HiveCatalog": ["Mode", "Phase", "Ready", "Endpoint", "Age"],
     "ClusterStorage": ["Filesystem", "Catalog", "Repair", "Drifted", "Phase", "Age"],
     "TableReplica": ["Database", "Table", "Active", "In-Sync", "Lag", "Phase", "Age"],
+    "CatalogPolicy": ["Phase", "Age"],
 }
 
 
@@ -226,7 +233,7 @@ def test_chart_renders_rbac_for_its_scope(values: list[str], namespaces: list[st
     [deployment] = [d for d in docs if d["kind"] == "Deployment"]
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert sorted(a for a in args if a.startswith("--namespace=") or a == "--all-namespaces") == (
-        ["--all-namespaces"] if namespaces is None else [f"--namespace={ns}" for ns in sorted(namespaces)])
+        ["--namespace=!kube-system"] if namespaces is None else [f"--namespace={ns}" for ns in sorted(namespaces)])
     rules = [rule for d in docs if d["kind"] in {"Role", "ClusterRole"} and d is not leader for rule in d["rules"]]
     granted = {(r, v) for rule in rules for r in rule["resources"] for v in rule["verbs"]}
     assert ("serviceaccounts", "create") not in granted  # no feature creates service accounts
@@ -234,6 +241,11 @@ def test_chart_renders_rbac_for_its_scope(values: list[str], namespaces: list[st
     [cluster_role] = [d for d in docs if d["kind"] == "ClusterRole"]
     cluster_wide = {r for rule in cluster_role["rules"] for r in rule["resources"]}
     assert ("secrets" in cluster_wide) == (namespaces is None)
+    # The administrator's policies are read in every mode; namespaces are listed only to find them (clusterWide).
+    everywhere = {(r, v) for rule in cluster_role["rules"] for r in rule["resources"] for v in rule["verbs"]}
+    assert {("catalogpolicies", "watch"), ("catalogpolicies/status", "patch"), ("namespaces", "get")} <= everywhere
+    assert (("namespaces", "list") in everywhere) == (namespaces is None)
+    assert (("customresourcedefinitions", "list") in everywhere) == (namespaces is None)
 
 
 @pytest.mark.parametrize("values,message", [

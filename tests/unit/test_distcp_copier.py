@@ -16,7 +16,7 @@ import pytest
 from support.copy_trees import read_manifest, read_tree, uri, write_tree
 
 from hivecat.copy import Copier, CopyOptions, LocalEngine, S3Settings, Storage
-from hivecat.copy import commit as commit_module
+from hivecat.copy import local_paths
 from hivecat.copy.documents import UNIT_MANIFEST, validate
 from hivecat.copy.engines import SMALL_PLAN_BYTES_PER_CORE, balanced_batches, batch_count
 from hivecat.copy.listing import STAGING_PREFIX
@@ -227,12 +227,12 @@ def test_replacing_a_unit_never_shows_it_missing_or_mixed(tmp_path: Path) -> Non
 
 def test_exchange_swaps_two_directories(tmp_path: Path) -> None:
     a, b = write_tree(tmp_path / "a", {"x": b"a"}), write_tree(tmp_path / "b", {"y": b"b"})
-    assert commit_module._exchange(str(a), str(b))
+    assert local_paths.exchange(str(a), str(b))
     assert read_tree(a) == {"y": b"b"} and read_tree(b) == {"x": b"a"}
 
 
 def test_rename_aside_fallback_replaces_the_unit(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(commit_module, "_exchange", lambda a, b: False)  # as on HDFS
+    monkeypatch.setattr(local_paths, "exchange", lambda a, b: False)  # as on HDFS
     source = write_tree(tmp_path / "src", FILES)
     copy(source, tmp_path / "dst" / "t")
     (source / "part-1.parquet").write_bytes(b"changed")

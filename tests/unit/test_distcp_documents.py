@@ -9,6 +9,7 @@ import pytest
 from hivecat.copy import documents
 from hivecat.copy.documents import DocumentError
 from hivecat.copy.manifest import FileEntry, UnitManifest, manifest_from_document
+from hivecat.copy.owner import Owner
 from hivecat.copy.plan import plan_from_document
 from hivecat.copy.summary import FAILED, CopySummary, UnitResult
 
@@ -62,6 +63,17 @@ def test_manifest_round_trips_and_rejects_a_bad_checksum() -> None:
     document["files"][0]["checksum"] = "md5:abc"
     with pytest.raises(DocumentError, match="files/0/checksum"):
         documents.validate(documents.UNIT_MANIFEST, document)
+
+
+def test_a_manifest_with_an_owner_round_trips_and_one_without_has_no_owner_key() -> None:
+    entry = FileEntry("a.parquet", 3, 123, None, None, "2026-01-01T00:00:00+00:00", "r1")
+    owner = Owner("team-a", "events", "6f1c0d2e-0000-4b7e-9d1e-000000000001", "main")
+    for manifest in (UnitManifest("db.t", "file:///data/t", "r1", "2026-01-01T00:00:00+00:00", (entry,), owner),
+                     UnitManifest("db.t", "file:///data/t", "r1", "2026-01-01T00:00:00+00:00", (entry,))):
+        document = json.loads(json.dumps(manifest.to_dict()))
+        documents.validate(documents.UNIT_MANIFEST, document)  # the fast path and jsonschema agree on it
+        assert manifest_from_document(document) == manifest
+        assert ("owner" in document) == (manifest.owner is not None)  # older hivecats read ownerless ones
 
 
 def test_run_summary_validates_and_counts() -> None:

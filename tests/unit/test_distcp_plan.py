@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.copy_trees import read_tree, write_tree
 from support.copy_trees import uri as file_uri
 
+from hivecat.copy import Copier, LocalEngine
 from hivecat.copy.errors import CopyInputError
 from hivecat.copy.plan import Unit, check_overlaps, plan_from_document, single_unit_plan
 from hivecat.copy import s3copy
@@ -105,11 +107,18 @@ def test_siblings_and_other_filesystems_do_not_overlap(source: str, target: str)
     assert single_unit_plan(source, target).units[0].target == parse_uri(target)
 
 
-def test_symlinked_target_inside_source_is_seen_through(tmp_path: Path) -> None:
-    (tmp_path / "src").mkdir()
+def test_a_target_through_a_link_to_its_source_writes_nothing_there(tmp_path: Path) -> None:
+    """Paths are not resolved, so the plan cannot see the overlap; the target, which passes through a link, is
+    refused when it is used, and nothing is written into the source."""
+    write_tree(tmp_path / "src", {"a": b"1"})
     (tmp_path / "alias").symlink_to(tmp_path / "src")
-    with pytest.raises(CopyInputError, match="inside source"):
-        single_unit_plan(file_uri(tmp_path / "src"), file_uri(tmp_path / "alias" / "copy"))
+    plan = single_unit_plan(file_uri(tmp_path / "src"), file_uri(tmp_path / "alias" / "copy"))
+    unit = Copier(plan, engine=LocalEngine(2)).run().units[0]
+    assert unit.status == "failed"
+    assert unit.reason == (f"{file_uri(tmp_path / 'alias' / 'copy')}: the unit's directory passes through a "
+                           f"symbolic link at {tmp_path / 'alias'}; links are never followed")
+    assert read_tree(tmp_path / "src", with_manifest=True) == {"a": b"1"}
+    assert sorted(p.name for p in (tmp_path / "src").iterdir()) == ["a"]  # no staging either
 
 
 def test_units_may_not_nest_or_repeat() -> None:

@@ -161,10 +161,14 @@ def test_leases_are_renewed_until_the_keeper_stops(tmp_path: Path) -> None:
 
     with staging.LeaseKeeper(Storage(), [root], "r1", seconds=30, renew=0.05):
         first = expires_at()
-        time.sleep(0.3)
-        renewed = expires_at()
-    time.sleep(0.2)
-    assert first < renewed == expires_at()  # no renewal after exit
+        deadline = time.monotonic() + 30  # a renewal is due every 0.05 s; only a keeper that never renews waits
+        while expires_at() == first:
+            assert time.monotonic() < deadline, "the lease was never renewed"
+            time.sleep(0.01)
+    last = expires_at()  # read after exit: a renewal may land between a read inside the block and the exit
+    assert first < last
+    time.sleep(0.2)  # a negative: four renewal periods in which nothing may be written
+    assert expires_at() == last  # no renewal after exit
 
 
 @pytest.mark.parametrize("data", [b"", b"{", b"[]", b'{"run_id": 1}', b"[" * 100_000,

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
 from hivecat.catalog import hive_site
 from hivecat.catalog.hive_site import (MARIADB_DRIVER, POSTGRESQL_DRIVER, JdbcConnection, connection_properties,
                                        hive_site_xml, mariadb_jdbc, postgresql_jdbc)
+
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def parse(xml: str) -> dict[str | None, str | None]:
@@ -92,12 +97,63 @@ def test_secret_properties_are_not_publishable(name: str, secret: bool) -> None:
         assert hive_site.publishable_properties({name: "x"}) == {name: "x"}
 
 
-def test_crd_rule_uses_the_same_secret_pattern() -> None:
-    """The HiveCatalog CRD refuses these names at admission with the same pattern the renderer uses."""
+def crd_properties_rules() -> list[str]:
+    """The CEL rules on a HiveCatalog configuration's properties map."""
     from support import crds
 
     schema = crds.openapi_schema(crds.load_crds()["HiveCatalog"])
     properties = schema["properties"]["spec"]["properties"]["configurations"]["items"]["properties"]["properties"]
-    [rule] = [v["rule"] for v in properties["x-kubernetes-validations"]]
-    cel_literal = rule.split("matches('", 1)[1].split("')", 1)[0]
-    assert cel_literal.replace("\\\\", "\\") == hive_site.SECRET_PROPERTY.pattern
+    return [v["rule"] for v in properties["x-kubernetes-validations"]]
+
+
+def cel_regexes(rule: str) -> list[str]:
+    """The regular expressions of a rule's matches('...') calls, as RE2 gets them (CEL unescapes \\\\)."""
+    return [literal.replace("\\\\", "\\") for literal in re.findall(r"matches\('((?:[^'\\\\]|\\\\.)*)'\)", rule)]
+
+
+def test_crd_rule_uses_the_same_secret_pattern() -> None:
+    """The HiveCatalog CRD refuses these names at admission with the same pattern the renderer uses."""
+    [rule] = [r for r in crd_properties_rules() if "lowerAscii" in r]
+    assert cel_regexes(rule) == [hive_site.SECRET_PROPERTY.pattern]
+
+
+def test_crd_rule_refuses_the_same_control_characters_in_names_and_values() -> None:
+    [rule] = [r for r in crd_properties_rules() if "x00" in r]
+    assert cel_regexes(rule) == [hive_site.CONTROL_CHARACTER.pattern] * 2
+    assert "!k.matches(" in rule and "!self[k].matches(" in rule  # the names, then the values
+
+
+def test_the_bad_cr_for_admission_trips_this_rule_and_no_other() -> None:
+    """tests/operator/test_admission.py feeds it to the API server; here, the CRD's two regexes on it offline."""
+    import yaml
+
+    path = REPO / "tests" / "operator" / "bad_crs" / "hc-control-character-in-configuration.yaml"
+    [configuration] = yaml.safe_load(path.read_text())["spec"]["configurations"]
+    properties = configuration["properties"]
+    assert hive_site.control_character(properties) is not None and hive_site.secret_properties(properties) == []
+
+
+# --- control characters: C0 (tab, CR, LF included) and DEL -------------------------------------------------
+
+CONTROL = {"NUL": "\x00", "SOH": "\x01", "TAB": "\t", "LF": "\n", "CR": "\r", "ESC": "\x1b", "US": "\x1f",
+           "DEL": "\x7f"}
+
+
+def test_the_class_is_exactly_c0_and_del() -> None:
+    assert [c for c in map(chr, range(0x110000)) if hive_site.CONTROL_CHARACTER.search(c)] == \
+        [chr(c) for c in range(0x20)] + ["\x7f"]
+
+
+@pytest.mark.parametrize("part", ["name", "value"])
+@pytest.mark.parametrize("character", CONTROL.values(), ids=CONTROL)
+def test_the_writer_refuses_control_characters(character: str, part: str) -> None:
+    properties = {"a": "1", f"b{character}" if part == "name" else "b": f"x{character}y" if part == "value" else "2"}
+    with pytest.raises(ValueError, match=f"hive-site.xml: the {part} of property .* U\\+{ord(character):04X}") as raised:
+        hive_site_xml(properties)
+    assert "\n" not in str(raised.value) and "x" + character not in str(raised.value)
+
+
+def test_unicode_quotes_and_markup_round_trip() -> None:
+    properties = {"hive.metastore.warehouse.dir": "s3a://dépôt/仓库 <&> \"q\" 'q' ${x}",
+                  "naïve.名前": "\u00a0\u2028\U0001F600 ]]> &amp;"}
+    assert parse(hive_site_xml(properties)) == properties

@@ -117,7 +117,7 @@ def test_backends_follow_the_catalog_mode() -> None:
 def test_thrift_access_goes_to_the_service_or_the_address_override() -> None:
     [service] = backends_of(hive_catalog("Thrift"), "Thrift", None)
     assert service.target == ThriftTarget("sales-metastore.data.svc", 9083) and service.journaled_elsewhere
-    [override] = backends_of(hive_catalog("Thrift"), "Thrift", "127.0.0.1:19083")
+    [override] = backends_of(hive_catalog("Thrift"), "Thrift", ("127.0.0.1", 19083))  # the policy's address
     assert override.target == ThriftTarget("127.0.0.1", 19083)
 
 

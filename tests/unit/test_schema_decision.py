@@ -16,7 +16,7 @@ import pytest
 from hivecat.catalog.schema_version import SchemaState
 from hivecat.reconcile.schema import Init, Ready, Refuse, Upgrade, decide_schema, schema_version_of
 from hivecat.workloads.labels import MAX_NAME, catalog_labels
-from hivecat.workloads.metastore import metastore_config_map_name
+from hivecat.workloads.metastore import metastore_config_map, metastore_config_map_name
 from hivecat.workloads.schema_job import (CONF_DIR, PASSWORD_ENV, SCRIPT, schema_command, schema_job,
                                           schema_job_name)
 from hivecat.specs.hivecatalog import DatabaseSpec, HiveCatalogSpec, MetastoreSpec, SecretKeyRef, parse_hive_catalog
@@ -138,8 +138,10 @@ def test_upgrade_command_on_postgresql() -> None:
         "-dbType", "postgres", "-upgradeSchemaFrom", "3.1.0", "-userName", "hive"]
 
 
-def test_the_script_reads_the_password_from_the_environment_only() -> None:
-    assert f'"${PASSWORD_ENV}"' in SCRIPT and '"$@"' in SCRIPT and SCRIPT.startswith("exec ")
+def test_the_script_passes_no_password() -> None:
+    """schematool reads the password through hive-site.xml (a reference to the env var), not -passWord."""
+    assert SCRIPT == 'exec "$HIVE_HOME/bin/schematool" "$@"'
+    assert PASSWORD_ENV not in SCRIPT and "-passWord" not in SCRIPT
 
 
 @pytest.mark.parametrize("decision", [Ready("4.0.0"), Refuse("SchemaNewerThanImage", "no")])
@@ -161,7 +163,7 @@ def test_no_schema_job_without_a_database() -> None:
         schema_job(spec, Init("4.0.0"))
 
 
-def test_the_shell_passes_arguments_and_an_awkward_password_intact(tmp_path: Path) -> None:
+def test_the_shell_passes_arguments_intact_and_no_password(tmp_path: Path) -> None:
     """The pod's shell, with a stand-in schematool that prints its arguments one per line."""
     (tmp_path / "bin").mkdir()
     tool = tmp_path / "bin" / "schematool"
@@ -171,8 +173,8 @@ def test_the_shell_passes_arguments_and_an_awkward_password_intact(tmp_path: Pat
     spec = make_spec(user="hive user")
     out = subprocess.run(schema_command(spec, Upgrade("3.1.0", "4.0.0")), capture_output=True, text=True,
                          check=True, env={**os.environ, "HIVE_HOME": str(tmp_path), PASSWORD_ENV: password})
-    assert out.stdout.splitlines() == ["-dbType", "mysql", "-upgradeSchemaFrom", "3.1.0", "-userName",
-                                       "hive user", "-passWord", password]
+    assert out.stdout.splitlines() == ["-dbType", "mysql", "-upgradeSchemaFrom", "3.1.0", "-userName", "hive user"]
+    assert password not in out.stdout
 
 
 # --- the Job -----------------------------------------------------------------------------------------
@@ -224,15 +226,15 @@ def test_job_manifest() -> None:
 
 
 def test_no_password_in_the_job_manifest() -> None:
-    """The manifest only references the Secret; nothing in it is a password or a password setting."""
-    job = schema_job(make_spec(), Init("4.0.0"))
+    """The manifest only references the Secret; nothing in it is a password or a password setting, and its
+    command never asks for one (schematool finds the reference in the mounted hive-site.xml)."""
+    spec = make_spec()
+    job = schema_job(spec, Init("4.0.0"))
     text = json.dumps(job)
-    assert "ConnectionPassword" not in text
+    assert "ConnectionPassword" not in text and "-passWord" not in text
     (container,) = job["spec"]["template"]["spec"]["containers"]
     assert [e for e in container["env"] if e["name"] == PASSWORD_ENV and "value" in e] == []
-    after_flag = container["command"][2].split("-passWord", 1)[1].split()[0]
-    assert after_flag == f'"${PASSWORD_ENV}"'
-    assert "-passWord" not in container["command"][3:]
+    assert "${env.HIVECAT_DB_PASSWORD}</value>" in metastore_config_map(spec)["data"]["hive-site.xml"]
 
 
 def test_job_from_a_parsed_catalog_uses_the_spec_defaults() -> None:

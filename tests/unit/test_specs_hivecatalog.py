@@ -177,6 +177,36 @@ def test_secret_looking_properties_are_refused_without_echoing_their_values(name
     assert "hunter2" not in invalid.message and "hunter2" not in repr(invalid)
 
 
+# Every class of control character the CRD's rule refuses: NUL, other C0, tab, LF, CR, ESC, the last C0, DEL.
+CONTROL_CHARACTERS = {"NUL": "\x00", "SOH": "\x01", "TAB": "\t", "LF": "\n", "CR": "\r", "ESC": "\x1b",
+                      "US": "\x1f", "DEL": "\x7f"}
+
+
+@pytest.mark.parametrize("part", ["name", "value"])
+@pytest.mark.parametrize("character", CONTROL_CHARACTERS.values(), ids=CONTROL_CHARACTERS)
+@pytest.mark.parametrize("classification", ["hive-site", "spark-hive-site", "spark-defaults"])
+def test_control_characters_in_names_and_values_are_refused_in_one_line(classification: str, character: str,
+                                                                         part: str) -> None:
+    value = f"kept-out{character}spark.driver.extraJavaOptions -Dinjected=true"
+    name = f"spark.app{character}name" if part == "name" else "spark.app.name"
+    properties = {"hive.metastore.try.direct.sql": "true", name: value if part == "value" else "nightly"}
+    invalid = refused({"database": postgres(),
+                       "configurations": [{"classification": classification, "properties": properties}]})
+    assert invalid.reason == "InvalidField"
+    assert (classification in invalid.message, f"the {part} of property" in invalid.message,
+            f"U+{ord(character):04X}" in invalid.message) == (True, True, True), invalid.message
+    assert invalid.message.isprintable()  # one line: the name is shown escaped
+    assert "kept-out" not in invalid.message and "injected" not in invalid.message  # never the value
+
+
+def test_printable_unicode_quotes_and_markup_are_fine_in_configurations() -> None:
+    properties = {"hive.metastore.warehouse.dir": "s3a://dépôt/仓库 <&> \"quoted\" 'single' \\ $x ${y}",
+                  "spark.app.name": "naïve\u00a0\u2028app"}  # NBSP and LINE SEPARATOR: printable for the rule
+    spec = parse_hive_catalog(body({"database": postgres(), "configurations": [
+        {"classification": "hive-site", "properties": properties}]}), default_image=IMAGE)
+    assert spec.configurations == {"hive-site": properties}
+
+
 def test_spec_invalid_is_one_class_wherever_it_is_imported_from() -> None:
     assert spec_module.SpecInvalid is SpecInvalid
     error = SpecInvalid("GlueMissing", "words")

@@ -137,6 +137,7 @@ def test_mariadb_metastore_config_verbatim() -> None:
             "hive.metastore.try.direct.sql": "true",
             "hive.metastore.warehouse.dir": "hdfs://nn:8020/user/hive/warehouse",
             "javax.jdo.option.ConnectionDriverName": "org.mariadb.jdbc.Driver",
+            "javax.jdo.option.ConnectionPassword": "${env.HIVECAT_DB_PASSWORD}",
             "javax.jdo.option.ConnectionURL": "jdbc:mysql://mariadb.db:3306/hive_analytics?useMysqlMetadata=true",
             "javax.jdo.option.ConnectionUserName": "hive",
         })},
@@ -151,6 +152,7 @@ def test_postgresql_metastore_config_verbatim() -> None:
         "hive.metastore.schema.verification": "true",
         "hive.metastore.warehouse.dir": "s3a://finance/warehouse",
         "javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
+        "javax.jdo.option.ConnectionPassword": "${env.HIVECAT_DB_PASSWORD}",
         "javax.jdo.option.ConnectionURL": "jdbc:postgresql://pg.db:5432/hms",
         "javax.jdo.option.ConnectionUserName": "hms_finance",
     })
@@ -165,8 +167,8 @@ def test_mariadb_deployment() -> None:
     assert template["metadata"] == {"labels": labels, "annotations": {ANNOTATION_CONFIG_HASH: "abc123"}}
     [container] = template["spec"]["containers"]
     assert container["image"] == IMAGE and "imagePullPolicy" not in container
-    assert container["command"] == ["sh", "-c", 'exec "$HIVE_HOME/bin/hive" --service metastore --hiveconf '
-                                                'javax.jdo.option.ConnectionPassword="$HIVECAT_DB_PASSWORD"']
+    # No password on the command line: hive-site.xml refers to the env var (see the ConfigMap above).
+    assert container["command"] == ["sh", "-c", 'exec "$HIVE_HOME/bin/hive" --service metastore']
     assert container["env"] == [
         {"name": "HIVE_HOME", "value": "/opt/hive"}, {"name": "HIVE_CONF_DIR", "value": "/etc/hive-conf"},
         {"name": "HIVECAT_DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "analytics-db", "key": "password"}}}]
@@ -319,8 +321,21 @@ def test_user_properties_win_except_the_keys_that_choose_the_catalog() -> None:
 
 
 def test_spark_defaults_values_survive_javas_properties_reader() -> None:
-    text = spark_defaults_conf({}, {"spark.a": "=x", "spark.b": " lead", "spark.c": "C:\\dir", "spark.d": "l1\nl2"})
-    assert text == "spark.a \\=x\nspark.b \\ lead\nspark.c C:\\\\dir\nspark.d l1\\nl2\n"
+    text = spark_defaults_conf({}, {"spark.a": "=x", "spark.b": " lead", "spark.c": "C:\\dir", "spark.d": "naïve ü"})
+    assert text == "spark.a \\=x\nspark.b \\ lead\nspark.c C:\\\\dir\nspark.d naïve ü\n"
+
+
+@pytest.mark.parametrize("character", ["\n", "\r", "\t", "\f", "\x00", "\x1b", "\x7f"],
+                         ids=["LF", "CR", "TAB", "FF", "NUL", "ESC", "DEL"])
+@pytest.mark.parametrize("side", ["spark-defaults", "spark-hive-site"])
+def test_spark_defaults_refuses_control_characters_rather_than_write_them(character: str, side: str) -> None:
+    """Belt and braces (the spec parser refuses them first): a line break would start another property."""
+    value = f"nightly{character}spark.driver.extraJavaOptions -Dinjected=true"
+    args = ({}, {"spark.app.name": value}) if side == "spark-defaults" else ({"hive.x": value}, {})
+    with pytest.raises(ValueError, match=f"spark-defaults.conf: the value of property .* U\\+{ord(character):04X}"):
+        spark_defaults_conf(*args)
+    with pytest.raises(ValueError, match="the name of property"):
+        spark_defaults_conf({}, {f"spark.app{character}name": "x"})
 
 
 # --- discovery ---------------------------------------------------------------------------------------------
@@ -346,7 +361,10 @@ def test_discovery_publishes_the_override() -> None:
 def test_no_password_in_any_manifest_and_secrets_only_by_reference(make: Any) -> None:
     spec = make()
     text = json.dumps(manifests(spec))
-    assert PASSWORD not in text and "ConnectionPassword</name>" not in text
+    assert PASSWORD not in text
+    # The only password setting anywhere is the metastore's reference to its env var, never a value.
+    settings = re.findall(r"ConnectionPassword</name><value>([^<]*)<", text)
+    assert settings == (["${env.HIVECAT_DB_PASSWORD}"] if spec.mode != "Glue" else [])
     secret = spec.database.password.name if spec.database and spec.database.password else None
     if spec.mode != "Glue" and secret:
         # The Secret's name appears exactly once: in the Deployment's secretKeyRef.

@@ -51,7 +51,7 @@ runs catalogs and copies with.
 {{- define "hivecat.namespacedRules" -}}
 # Only what the operator uses (tests/operator/test_zz_rbac_audit.py compares these rules with the API server's
 # audit log of the whole operator tier). kopf watches and patches its resources and their status (patch, never
-# update); children are written by server-side apply, which is a patch, and a create when the object is new.
+# update); a child is created (create), then written by server-side apply (patch).
 - apiGroups: [hivecatalog.io]
   resources: [hivecatalogs, clusterstorages]
   verbs: [get, list, watch, patch]
@@ -65,13 +65,15 @@ runs catalogs and copies with.
   resources: [events]
   verbs: [create]
 # Metastore and client ConfigMaps, the cluster registry, the metastore Service (deleted when a catalog
-# switches to Glue). No serviceaccounts: resources name existing ones, from the allow-list.
+# switches to Glue). Each is read before it is written or deleted: hivecat acts only on objects it made for
+# that resource (label and owner reference), a name taken by another object is NameTaken. No
+# serviceaccounts: resources name existing ones, from the allow-list.
 - apiGroups: [""]
   resources: [configmaps]
   verbs: [get, create, patch, delete]
 - apiGroups: [""]
   resources: [services]
-  verbs: [create, patch, delete]
+  verbs: [get, create, patch, delete]
 - apiGroups: [apps]
   resources: [deployments]
   verbs: [get, create, patch, delete]
@@ -79,14 +81,14 @@ runs catalogs and copies with.
 - apiGroups: [""]
   resources: [secrets]
   verbs: [get]
-# Schema Jobs and copy runs (compute KubernetesJob and SparkApplication); a finished run is deleted before the
-# next one of the same name.
+# Schema Jobs and copy runs (compute KubernetesJob and SparkApplication): created once, never changed (a Job's
+# template cannot be); a finished run is deleted before the next one of the same name.
 - apiGroups: [batch]
   resources: [jobs]
-  verbs: [get, create, patch, delete]
+  verbs: [get, create, delete]
 - apiGroups: [sparkoperator.k8s.io]
   resources: [sparkapplications]
-  verbs: [get, create, patch, delete]
+  verbs: [get, create, delete]
 {{- end -}}
 
 

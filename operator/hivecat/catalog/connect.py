@@ -12,13 +12,14 @@ import logging
 from dataclasses import dataclass
 
 from hivecat.catalog.base import Catalog
+from hivecat.catalog.engines import INSECURE_AUTHENTICATION, clear_text_refusal
 from hivecat.catalog.targets import CatalogTarget, GlueTarget, SqlTarget, ThriftTarget
 
 
 class CatalogUnavailable(Exception):
     """The catalog could not be opened. `reason` is CamelCase and stable (it becomes a condition reason):
-    DatabaseUnreachable, AuthenticationFailed, DatabaseNotFound, NotAMetastore, InvalidJournal,
-    BackendUnreachable, MetastoreUnreachable."""
+    DatabaseUnreachable, AuthenticationFailed, InsecureAuthentication, DatabaseNotFound, NotAMetastore,
+    InvalidJournal, BackendUnreachable, MetastoreUnreachable."""
 
     def __init__(self, reason: str, message: str, *, password_given: bool = True):
         super().__init__(message)
@@ -39,9 +40,9 @@ class JournalSettings:
 
 def open_catalog(target: CatalogTarget, *, password: str | None = None,
                  journal: JournalSettings = JournalSettings(),
-                 glue_credentials: tuple[str, str] | None = None) -> Catalog:
-    """glue_credentials: (access key id, secret access key) from a Secret; None: boto3's usual chain (env,
-    web identity for IRSA, instance role)."""
+                 glue_credentials: tuple[str, ...] | None = None) -> Catalog:
+    """glue_credentials: (access key id, secret access key) from a Secret, or with the session token of an
+    assumed role; None: boto3's usual chain (env, web identity for IRSA, instance role)."""
     if isinstance(target, SqlTarget):
         return _open_sql(target, password, journal)
     if isinstance(target, GlueTarget):
@@ -76,6 +77,9 @@ def _open_sql(target: SqlTarget, password: str | None, journal: JournalSettings)
 def sql_failure(error: BaseException | None) -> tuple[str, str]:
     """(reason, one-line detail) of a driver's connection error, without the driver's noise. Shared with
     catalog.probes, so opening a catalog and probing its database classify failures alike."""
+    refusal = clear_text_refusal(error)
+    if refusal is not None:  # the server wanted the password in clear text (catalog.engines)
+        return INSECURE_AUTHENTICATION, refusal
     text = first_line(error)
     code = error.args[0] if error is not None and error.args and isinstance(error.args[0], int) else None
     if code in (1044, 1045) or "password authentication failed" in text or "no password supplied" in text:
@@ -94,14 +98,15 @@ def first_line(error: BaseException | None) -> str:
     return lines[0] if lines else type(error).__name__
 
 
-def _open_glue(target: GlueTarget, journal: JournalSettings, credentials: tuple[str, str] | None) -> Catalog:
+def _open_glue(target: GlueTarget, journal: JournalSettings, credentials: tuple[str, ...] | None) -> Catalog:
     from botocore.exceptions import BotoCoreError, ClientError
 
     from hivecat.catalog.glue import GlueCatalog
     from hivecat.catalog.glue.defaults import glue_client
 
     # Keys from a Secret need a session of their own; without them, boto3's default client as the CLI had.
-    client = glue_client(target.region, target.endpoint, *credentials) if credentials else None
+    client = glue_client(target.region, target.endpoint, credentials[0], credentials[1],
+                         session_token=credentials[2] if len(credentials) > 2 else None) if credentials else None
     catalog = GlueCatalog(target.region, catalog_id=target.catalog_id, endpoint_url=target.endpoint,
                           journal_url=journal.url, segments=target.segments, functions=target.functions,
                           client=client)

@@ -21,6 +21,12 @@ _QUOTE: Final = {'"': "&quot;"}  # escape() covers <&>; quotes too, so the text 
 # A database name becomes part of a URL path: no separators, no query or fragment, no whitespace.
 _DATABASE_NAME = re.compile(r"[^/?#&;\s]+")
 
+# C0 control characters (tab, CR and LF among them) and DEL. XML 1.0 cannot hold most of them and a parser
+# folds the rest, and a line break in spark-defaults.conf would start another property, so configuration
+# names and values never carry one: refused by the HiveCatalog CRD's rule (the same class; a unit test
+# compares them), by the spec parser and, belt and braces, by the writers below.
+CONTROL_CHARACTER: Final = re.compile(r"[\x00-\x1f\x7f]")
+
 
 @dataclass(frozen=True)
 class JdbcConnection:
@@ -68,8 +74,38 @@ def connection_properties(jdbc: JdbcConnection, user: str, password: str) -> dic
     }
 
 
+@dataclass(frozen=True)
+class ControlCharacter:
+    """Where a property holds a control character: in its name or its value, and which (U+XXXX)."""
+
+    part: str       # "name" or "value"
+    name: str       # the property's name
+    character: str  # e.g. U+000A
+
+    def describe(self) -> str:
+        """One line that names the property (escaped) and the character, never the value."""
+        return f"the {self.part} of property {self.name[:80]!r} holds the control character {self.character}"
+
+
+def control_character(properties: Mapping[str, str]) -> ControlCharacter | None:
+    """The first control character in the names and values of `properties`, or None when there is none."""
+    for name, value in properties.items():
+        for part, text in (("name", name), ("value", value)):
+            if found := CONTROL_CHARACTER.search(text):
+                return ControlCharacter(part, name, f"U+{ord(found.group()):04X}")
+    return None
+
+
+def refuse_control_characters(properties: Mapping[str, str], document: str) -> None:
+    """ValueError (one line) if a name or value holds a control character: `document` cannot carry it."""
+    if (found := control_character(properties)) is not None:
+        raise ValueError(f"{document}: {found.describe()}, which the file cannot carry")
+
+
 def hive_site_xml(properties: Mapping[str, str]) -> str:
-    """A Hadoop configuration document, properties sorted by name (stable output for config hashes)."""
+    """A Hadoop configuration document, properties sorted by name (stable output for config hashes).
+    ValueError for a control character (refuse_control_characters)."""
+    refuse_control_characters(properties, "hive-site.xml")
     rows = "".join(
         f"  <property><name>{escape(name, _QUOTE)}</name><value>{escape(value, _QUOTE)}</value></property>\n"
         for name, value in sorted(properties.items())
@@ -83,9 +119,17 @@ def hive_site_xml(properties: Mapping[str, str]) -> str:
 SECRET_PROPERTY: Final = re.compile(r"password|passwd|secret|session\.token|account\.key|access\.key")
 
 
+# A value that Hadoop's Configuration would resolve to a secret where it is read: the environment (the metastore's
+# holds its database password) or a property that carries one. Read back through the metastore's Thrift API
+# (get_config_value), such a property would hand the password to any client.
+SECRET_REFERENCE: Final = re.compile(r"\$\{(env\.|[^}]*(password|passwd|secret|access\.key|session\.token))",
+                                     re.IGNORECASE)
+
+
 def secret_properties(properties: Mapping[str, str]) -> list[str]:
-    """The names among `properties` that carry secrets, sorted (empty: publishable)."""
-    return sorted(name for name in properties if SECRET_PROPERTY.search(name.lower()))
+    """The names among `properties` that carry secrets, or refer to them, sorted (empty: publishable)."""
+    return sorted(name for name, value in properties.items()
+                  if SECRET_PROPERTY.search(name.lower()) or SECRET_REFERENCE.search(value))
 
 
 def publishable_properties(properties: Mapping[str, str]) -> dict[str, str]:

@@ -29,8 +29,8 @@ _MAX_DETAIL = 300
 
 @dataclass(frozen=True)
 class ProbeResult:
-    """ok, a stable CamelCase reason (Reachable, DatabaseUnreachable, AuthenticationFailed, DatabaseNotFound,
-    MetastoreUnreachable, GlueUnreachable, GlueAccessDenied) and a message for a condition."""
+    """ok, a stable CamelCase reason (Reachable, DatabaseUnreachable, AuthenticationFailed, InsecureAuthentication,
+    DatabaseNotFound, MetastoreUnreachable, GlueUnreachable, GlueAccessDenied) and a message for a condition."""
 
     ok: bool
     reason: str
@@ -61,9 +61,11 @@ def probe_sql(target: SqlTarget, password: str, timeout: float = 5) -> ProbeResu
     import sqlalchemy as sa
     from sqlalchemy.pool import NullPool
 
+    from hivecat.catalog.engines import sql_engine
+
     who = f"{target.name} as {target.user or '(no user)'}"
-    engine = sa.create_engine(target.url(password), poolclass=NullPool,
-                              connect_args=_sql_connect_args(target.dialect, timeout))
+    engine = sql_engine(target.url(password), poolclass=NullPool,
+                        connect_args=_sql_connect_args(target.dialect, timeout))
     try:
         with engine.connect() as conn:
             conn.execute(sa.text("SELECT 1")).scalar_one()

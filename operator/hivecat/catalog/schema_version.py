@@ -12,14 +12,16 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from hivecat.catalog.connect import CatalogUnavailable, first_line, sql_failure
+from hivecat.catalog.engines import INSECURE_AUTHENTICATION, sql_engine
 from hivecat.catalog.targets import SqlTarget
 
 CONNECT_TIMEOUT_SECONDS = 10  # an unreachable host must not hold a reconcile for minutes
 
 
 class SchemaStateUnavailable(CatalogUnavailable):
-    """The schema could not be read. reason: DatabaseUnreachable (no connection) or SchemaUnreadable
-    (connected, but the tables or VERSION could not be read). The message never holds the password."""
+    """The schema could not be read. reason: DatabaseUnreachable (no connection), InsecureAuthentication (the
+    server wanted the password in clear text) or SchemaUnreadable (connected, but the tables or VERSION could
+    not be read). The message never holds the password."""
 
 
 @dataclass(frozen=True)
@@ -30,16 +32,18 @@ class SchemaState:
 
 
 def read_schema_state(target: SqlTarget, password: str) -> SchemaState:
-    engine = sa.create_engine(target.url(password), poolclass=sa.pool.NullPool,
-                              connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS})
+    engine = sql_engine(target.url(password), poolclass=sa.pool.NullPool,
+                        connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS})
     try:
         try:
             conn = engine.connect()
         except sa.exc.DBAPIError as exc:
-            _, detail = sql_failure(exc.orig)
+            reason, detail = sql_failure(exc.orig)
+            # The refusal keeps its own reason (the fix is the server's authentication, not the network).
             raise SchemaStateUnavailable(
-                "DatabaseUnreachable", _without(password, f"cannot connect to the metastore database "
-                                                          f"{target.name} as {target.user or '(no user)'}: {detail}"),
+                reason if reason == INSECURE_AUTHENTICATION else "DatabaseUnreachable",
+                _without(password, f"cannot connect to the metastore database {target.name} as "
+                                   f"{target.user or '(no user)'}: {detail}"),
                 password_given=bool(password)) from None
         with conn:
             try:

@@ -28,7 +28,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Copy each unit (a directory: an unpartitioned table or one partition) from source to "
                     "target. Files already up to date are skipped; the rest is copied into a hidden staging "
                     "directory beside the target, verified, and committed as a whole, with a "
-                    "_hivecat_manifest.json inside. Nothing is written under a source. Locations are URIs "
+                    "_hivecat_manifest.json inside. Nothing is written under a source, and no symbolic link is "
+                    "followed: a unit whose directory is, or passes through, one fails (with --from/--to: "
+                    "refused). Units owned by a TableReplica (their manifest says so) are left alone. Locations "
+                    "are URIs "
                     "(file://, s3://, hdfs://), as for `hivecat relocate`: a bare path is refused. S3 settings "
                     f"come from the environment: endpoint from ${' / $'.join(ENDPOINT_ENVS)}, credentials from "
                     f"the files in ${CREDENTIALS_DIR_ENV} (access-key-id, secret-access-key) or "
@@ -57,7 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _copier(args: argparse.Namespace) -> Copier:
-    from hivecat.copy.copier import Copier, CopyOptions
+    from hivecat.copy.copier import Copier, CopyOptions, link_refusal
     from hivecat.copy.plan import single_unit_plan
     from hivecat.copy.plan_store import check_digest, plan_source, read_plan
 
@@ -87,6 +90,11 @@ def _copier(args: argparse.Namespace) -> Copier:
     if needs_s3 and s3 is None:
         s3 = S3Settings.from_environment()
     storage = Storage(s3) if s3 else Storage()
+    if args.plan is None:  # one unit named here: a directory through a link is bad input (a plan's unit fails alone)
+        for role, root in (("--from", plan.units[0].source), ("--to", plan.units[0].target)):
+            refusal = link_refusal(storage, root)
+            if refusal is not None:
+                raise CopyInputError(f"{role} {refusal}")
     return Copier(plan, options, storage, engine=args.engine)
 
 

@@ -6,6 +6,9 @@ its recorded checksum; otherwise the unit fails and the committed unit is left a
 even if someone removed or changed staging meanwhile (before leases, a run into a sibling unit did:
 the commit then re-created an empty staging unit and swapped it in, losing the good copy).
 
+On local disks every step reaches the unit and its parent without following a link (localfs.py), so a
+target whose directory is or passes through a link is never written, swapped or removed.
+
 Filesystems with atomic directory rename (local, HDFS): the manifest is written into the staged unit,
 then a new unit is renamed into place. An existing unit is swapped with the staged one in one step
 where the kernel can (Linux renameat2 RENAME_EXCHANGE on local disks): readers see the old unit or
@@ -20,22 +23,18 @@ manifest, which the next run treats as absent and copies again.
 
 from __future__ import annotations
 
-import ctypes
-import errno
 import json
-import os
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from pyarrow import fs as pafs
 
-from hivecat.copy import checksum, s3copy
+from hivecat.copy import checksum, local_paths, s3copy
 from hivecat.copy.listing import list_files
+from hivecat.copy.localfs import is_local
 from hivecat.copy.manifest import MANIFEST_NAME, FileEntry, UnitManifest
 from hivecat.copy.storage import Location, Storage
 from hivecat.copy.transfer import hash_file
-
-_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
 
 
 def write_manifest(filesystem: pafs.FileSystem, unit: Location, manifest: UnitManifest) -> None:
@@ -82,26 +81,13 @@ def commit_by_rename(filesystem: pafs.FileSystem, staging: Location, target: Loc
         filesystem.create_dir(target.parent.path, recursive=True)
         filesystem.move(staging.path, target.path)
         return
-    if isinstance(filesystem, pafs.LocalFileSystem) and _exchange(staging.path, target.path):
+    if is_local(filesystem) and local_paths.exchange(staging.path, target.path):
         filesystem.delete_dir(staging.path)  # the old unit, now out of sight
         return
     aside = Location(staging.scheme, staging.authority, staging.path + ".old")
     filesystem.move(target.path, aside.path)
     filesystem.move(staging.path, target.path)
     filesystem.delete_dir(aside.path)
-
-
-def _exchange(a: str, b: str) -> bool:
-    """Swap two paths atomically; False when this kernel, libc or filesystem cannot."""
-    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
-    if renameat2 is None:
-        return False
-    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-        return True
-    code = ctypes.get_errno()
-    if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
-        return False
-    raise OSError(code, f"cannot swap {a} and {b}: {os.strerror(code)}")
 
 
 def commit_on_object_store(storage: Storage, staging: Location, target: Location, manifest: UnitManifest,
@@ -125,5 +111,9 @@ def remove_tree(storage: Storage, location: Location) -> None:
         s3copy.delete_prefix(storage.s3_client(), location)
         return
     filesystem = storage.filesystem(location)
-    if filesystem.get_file_info(location.path).type == pafs.FileType.Directory:
+    try:
+        kind = filesystem.get_file_info(location.path).type
+    except local_paths.LinkRefused:
+        return  # reached only through a link (swapped in meanwhile): nothing there is this run's
+    if kind == pafs.FileType.Directory:
         filesystem.delete_dir(location.path)

@@ -9,7 +9,10 @@ ever written or deleted under a source. Staging belongs to its run, which holds 
 (staging.py): the staging of dead runs is removed first, that of live runs (e.g. copying a sibling
 partition right now) is left alone; a rerun copies only what is missing. A target unit whose manifest
 cannot be used (unreadable, too large, nested too deep) fails alone, and is neither trusted nor
-overwritten.
+overwritten; so does one that belongs to another owner (owner.py), and one whose manifest changed between
+the listing and the commit (another run committed into it). A local unit whose directory is, or passes
+through, a symbolic link fails alone too, naming the link: nothing local is reached through one
+(local_paths.py).
 """
 
 from __future__ import annotations
@@ -24,12 +27,12 @@ from datetime import datetime, timezone
 from pyarrow import fs as pafs
 
 from hivecat.copy import commit, staging
-from hivecat.copy.documents import DocumentError
 from hivecat.copy.engines import Engine, choose_engine
 from hivecat.copy.errors import CopyInputError
-from hivecat.copy.listing import FileStat, ManifestUnreadable, current_manifest, list_files
-from hivecat.copy.manifest import (MANIFEST_NAME, FileEntry, RecordedFiles, UnitManifest, check_manifest_size,
-                                   recorded_entry)
+from hivecat.copy.listing import FileStat, FoundManifest, ManifestUnreadable, list_files, read_manifest
+from hivecat.copy.local_paths import LinkRefused
+from hivecat.copy.manifest import FileEntry, RecordedFiles, UnitManifest, fingerprint, recorded_entry
+from hivecat.copy.owner import ownership
 from hivecat.copy.plan import CopyPlan, Unit
 from hivecat.copy.storage import Location, Storage
 from hivecat.copy.summary import DONE, FAILED, CopySummary, UnitResult
@@ -58,7 +61,10 @@ class UnitWork:
     staging: Location
     source_files: dict[str, FileStat] = field(default_factory=dict)
     target_files: dict[str, FileStat] = field(default_factory=dict)
+    found: FoundManifest | None = None                      # the target's manifest, current or not
     manifest: RecordedFiles | None = None                   # the target's current manifest entries
+    adopting: bool = False                                  # an ownerless copy taken over (owner.py)
+    not_owned: str | None = None                            # why the unit is not this run's to write
     to_copy: list[str] = field(default_factory=list)
     up_to_date: list[str] = field(default_factory=list)      # in listing order
     extras: list[str] = field(default_factory=list)          # in the target only
@@ -66,7 +72,25 @@ class UnitWork:
     result: UnitResult | None = None
 
     def needs_commit(self, delete: bool) -> bool:
-        return bool(self.to_copy) or (delete and bool(self.extras)) or self.manifest is None
+        return bool(self.to_copy) or (delete and bool(self.extras)) or self.manifest is None or self.adopting
+
+
+def root_refusal(root: Location, exc: LinkRefused) -> str:
+    """A unit's failure when its directory (`root`, source or target) is or passes through a link."""
+    return f"{root.uri}: the unit's directory {exc.strerror}"
+
+
+def link_refusal(storage: Storage, root: Location) -> str | None:
+    """root_refusal when `root` is a local directory that is or passes through a link now; else None."""
+    if root.scheme != "file":
+        return None
+    try:
+        storage.filesystem(root).get_file_info(root.path)
+    except LinkRefused as exc:
+        return root_refusal(root, exc)
+    except OSError:
+        return None  # not this check's to report: validation says what else is wrong
+    return None
 
 
 def new_run_id() -> str:
@@ -85,20 +109,35 @@ class Copier:
         self.engine = engine
         self.run_id = run_id or new_run_id()
         self.parallelism = options.parallelism or 8
+        self._refused_roots: dict[int, str] = {}  # unit index -> why its directory cannot be used
 
     # --- input checks: refuse before anything is written ------------------------------------------
 
     def validate(self) -> None:
-        for unit in self.plan.units:
-            self._require(unit.source, "source", pafs.FileType.Directory, must_exist=True)
-            self._require(unit.target, "target", pafs.FileType.Directory, must_exist=False)
+        """Refuse the run (CopyInputError) on bad input. A unit whose local directory is or passes through a
+        link fails alone, when it is decided; the other units go on."""
+        self._refused_roots = {}
+        for index, unit in enumerate(self.plan.units):
+            try:
+                self._require(unit.source, "source", pafs.FileType.Directory, must_exist=True)
+                self._require(unit.target, "target", pafs.FileType.Directory, must_exist=False)
+            except LinkRefused as exc:
+                self._refused_roots[index] = self._link_failure(unit, exc)
+                continue
             if unit.target.is_object_store:
                 bucket = Location("s3", unit.target.authority, unit.target.authority)
                 self._require(bucket, "target bucket", pafs.FileType.Directory, must_exist=True)
 
+    @staticmethod
+    def _link_failure(unit: Unit, exc: LinkRefused) -> str:
+        inside_source = unit.source.contains(Location("file", "", exc.filename or ""))
+        return root_refusal(unit.source if inside_source else unit.target, exc)
+
     def _require(self, location: Location, role: str, kind: pafs.FileType, must_exist: bool) -> None:
         try:
             info = self.storage.filesystem(location).get_file_info(location.path)
+        except LinkRefused:
+            raise
         except OSError as exc:
             raise CopyInputError(f"cannot read {role} {location.uri}: {exc}") from None
         if info.type == pafs.FileType.NotFound:
@@ -115,8 +154,12 @@ class Copier:
     def decide(self, index: int, unit: Unit) -> UnitWork:
         work = UnitWork(index, unit, self._staging(unit))
         work.result = UnitResult(unit.id, unit.source.uri, unit.target.uri)
+        if index in self._refused_roots:
+            return self._fail(work, self._refused_roots[index])
         try:
             return self._decide(work)
+        except LinkRefused as exc:  # the unit's directory: found when it is opened, whatever validate saw
+            return self._fail(work, self._link_failure(unit, exc))
         except (OSError, RecursionError) as exc:  # one unit's unreadable tree fails that unit, not the run
             return self._fail(work, f"cannot list the unit: {type(exc).__name__}: {exc}")
 
@@ -134,10 +177,17 @@ class Copier:
             return self._fail(work, f"expected files missing in the source: {', '.join(sorted(missing))}")
         work.target_files = list_files(target_fs, unit.target)
         try:
-            self._check_manifest_size(target_fs, unit.target)
-            work.manifest = current_manifest(target_fs, unit.target, work.target_files)
-        except (ManifestUnreadable, DocumentError) as exc:
+            work.found = found = read_manifest(target_fs, unit.target)
+        except ManifestUnreadable as exc:
             return self._fail(work, str(exc))
+        owned = ownership(unit.target.uri, self.plan.owner, found is not None, found and found.owner,
+                          lambda: fingerprint(found.recorded), len(work.target_files), unit.adopt)
+        if owned.refusal is not None:  # before anything is compared: nothing of it is copied, carried or deleted
+            work.not_owned = owned.refusal
+            return self._fail(work, owned.refusal)
+        work.adopting = owned.adopting
+        if found is not None and found.is_current(work.target_files):
+            work.manifest = found.recorded
         source, target = work.source_files, work.target_files
         if self.options.verify == "checksum":
             work.checksums = self._checksums_if_equal(
@@ -155,13 +205,6 @@ class Copier:
         if len(target) > len(work.up_to_date):  # else the target holds the up-to-date files alone
             work.extras = sorted(p for p in target if p not in source)
         return work
-
-    @staticmethod
-    def _check_manifest_size(filesystem: pafs.FileSystem, target: Location) -> None:
-        """Refuse an oversized manifest before anything reads it into memory."""
-        info = filesystem.get_file_info(target.child(MANIFEST_NAME).path)
-        if info.type == pafs.FileType.File:
-            check_manifest_size(info.size, target.child(MANIFEST_NAME).uri)
 
     def _checksums_if_equal(self, unit: Unit, paths: list[str]) -> dict[str, str]:
         """Checksums of the files whose content is the same on both sides."""
@@ -207,7 +250,7 @@ class Copier:
             roots = self._staging_roots(pending)
             try:
                 with staging.LeaseKeeper(self.storage, roots, self.run_id):
-                    self._remove_dead_staging(works)
+                    self._remove_dead_staging(pending)  # beside the units this run writes, not others
                     self._copy_and_commit(engine, pending, tasks, progress)
             finally:
                 for root in roots:
@@ -243,18 +286,35 @@ class Copier:
         manifest = self._manifest(work, results)
         checksums = self.options.verify == "checksum"
         try:
-            if work.unit.target.is_object_store:
+            changed = self._changed_since_decided(work)
+            if changed is not None:
+                self._fail(work, changed)
+            elif work.unit.target.is_object_store:
                 removed = work.extras if self.options.delete else []
                 commit.commit_on_object_store(self.storage, work.staging, work.unit.target, manifest,
                                               work.to_copy, removed, self.parallelism, checksums)
             else:
                 commit.commit_by_rename(self.storage.filesystem(work.unit.target), work.staging,
                                         work.unit.target, manifest, checksums, self.parallelism)
+        except LinkRefused as exc:
+            self._fail(work, f"not committed: {self._link_failure(work.unit, exc)}")
         except OSError as exc:
             self._fail(work, f"commit failed: {exc}")
         except Exception as exc:  # noqa: BLE001 - e.g. an S3 client error: this unit fails, not the run
             self._fail(work, f"commit failed: {type(exc).__name__}: {exc}")
         work.result.seconds = round(time.monotonic() - began, 3)
+
+    def _changed_since_decided(self, work: UnitWork) -> str | None:
+        """Why the unit may no longer be replaced: its manifest is not the one it had when decided (another
+        run, perhaps another owner's, committed into it meanwhile). None when it is the same."""
+        try:
+            now = read_manifest(self.storage.filesystem(work.unit.target), work.unit.target)
+        except ManifestUnreadable as exc:
+            return f"not committed: {exc}"
+        if now != work.found:
+            return (f"not committed: {work.unit.target.uri} was committed into by another run while this one "
+                    "copied (rerun to copy it again)")
+        return None
 
     def _manifest(self, work: UnitWork, results: list[FileResult]) -> UnitManifest:
         now = _now()
@@ -272,7 +332,7 @@ class Copier:
                 entries[result.task.relpath] = FileEntry(result.task.relpath, stat.size, stat.mtime_ns,
                                                          result.checksum, result.etag, now, self.run_id)
         return UnitManifest(work.unit.id, work.unit.source.uri, self.run_id, now,
-                            tuple(entries[p] for p in sorted(entries)))
+                            tuple(entries[p] for p in sorted(entries)), self.plan.owner)
 
     def _count(self, work: UnitWork, pending: bool) -> None:
         result = work.result

@@ -1,7 +1,9 @@
 """The versioned JSON documents (plan, run summary, unit manifest) and their schemas.
 
 The schemas ship as package data (schemas/<kind>.v<version>.json); every document we read or write
-is validated against the schema of its version.
+is validated against the schema of its version. Properties added within version 1 (the plan's `owner` and its
+units' `adopt`, the manifest's `owner`) are optional, but an older hivecat refuses a document that has them
+(no unknown property is allowed): copy images must be upgraded with the operator.
 
 The unit manifest lists every file of a unit (tens of thousands), and jsonschema spent ~90% of a
 no-change rerun checking those entries. So the manifest's top level goes through jsonschema with the

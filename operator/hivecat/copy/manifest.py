@@ -12,10 +12,13 @@ hivecat cannot use, it fails its unit, which is then neither trusted nor overwri
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import hashlib
+import json
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from hivecat.copy import documents
+from hivecat.copy.owner import Owner
 
 MANIFEST_NAME = "_hivecat_manifest.json"
 MAX_MANIFEST_BYTES = 64 * 1024**2  # an entry takes 190-270 bytes
@@ -44,27 +47,43 @@ class UnitManifest:
     run_id: str
     committed_at: str
     files: tuple[FileEntry, ...]
+    owner: Owner | None = None  # the TableReplica the copy belongs to (owner.py); None: made by hand
 
     def to_dict(self) -> dict[str, Any]:
-        document = {"version": documents.VERSION, **{f.name: getattr(self, f.name) for f in fields(self)}}
-        document["files"] = [f._asdict() for f in self.files]
+        document: dict[str, Any] = {"version": documents.VERSION, "unit_id": self.unit_id, "source": self.source,
+                                    "run_id": self.run_id, "committed_at": self.committed_at,
+                                    "files": [f._asdict() for f in self.files]}
+        if self.owner is not None:  # absent, not null: an ownerless manifest stays readable by older hivecats
+            document["owner"] = self.owner.to_dict()
         return document
 
 
 def manifest_from_document(document: dict[str, Any]) -> UnitManifest:
-    body = {k: v for k, v in document.items() if k != "version"}
-    body["files"] = tuple(recorded_entry(f) for f in body["files"])
-    return UnitManifest(**body)
+    owner = document.get("owner")
+    return UnitManifest(document["unit_id"], document["source"], document["run_id"], document["committed_at"],
+                        tuple(recorded_entry(f) for f in document["files"]),
+                        Owner.from_dict(owner) if owner is not None else None)
 
 
 RecordedFiles = dict[str, dict[str, Any]]  # a manifest's file entries as read (JSON objects), by path
 
 
-def parse_recorded_files(text: bytes, where: str) -> RecordedFiles:
-    """A validated manifest's entries, left as parsed: a no-change rerun compares them with the listing
-    directly, and FileEntry tuples are made (`recorded_entry`) only for units that are rewritten."""
+def parse_manifest(text: bytes, where: str) -> tuple[RecordedFiles, Owner | None]:
+    """A validated manifest's entries, left as parsed (a no-change rerun compares them with the listing
+    directly, and FileEntry tuples are made, `recorded_entry`, only for units that are rewritten), and its owner."""
     check_manifest_size(len(text), where)  # the caller checks before reading; this holds whoever reads
-    return {f["path"]: f for f in documents.parse(documents.UNIT_MANIFEST, text, where)["files"]}
+    document = documents.parse(documents.UNIT_MANIFEST, text, where)
+    owner = document.get("owner")
+    return {f["path"]: f for f in document["files"]}, Owner.from_dict(owner) if owner is not None else None
+
+
+def fingerprint(recorded: RecordedFiles) -> str:
+    """sha256 of what a manifest says of each file (path, size, checksum or source mtime): equal for two copies
+    of the same content; recorded in the catalog as `hivecat.replica.<cluster>.checksum`, and compared with a
+    unit's `adopt` before an ownerless copy is taken over (owner.py)."""
+    entries = [(path, entry["size"], entry.get("checksum") or entry["source_mtime_ns"])
+               for path, entry in sorted(recorded.items())]
+    return "sha256:" + hashlib.sha256(json.dumps(entries, separators=(",", ":")).encode()).hexdigest()
 
 
 def recorded_entry(entry: dict[str, Any]) -> FileEntry:

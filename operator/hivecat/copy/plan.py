@@ -11,6 +11,7 @@ from typing import Any
 
 from hivecat.copy import documents
 from hivecat.copy.errors import CopyInputError
+from hivecat.copy.owner import Owner
 from hivecat.copy.storage import Location, parse_uri
 
 
@@ -20,11 +21,13 @@ class Unit:
     source: Location
     target: Location
     expected_files: tuple[str, ...] = ()
+    adopt: str | None = None  # the fingerprint of an ownerless copy in the target to take over (owner.py)
 
 
 @dataclass(frozen=True)
 class CopyPlan:
     units: tuple[Unit, ...]
+    owner: Owner | None = None  # the TableReplica the run copies for; None: a run by hand
 
     def to_dict(self) -> dict[str, Any]:
         units = []
@@ -32,8 +35,13 @@ class CopyPlan:
             entry: dict[str, Any] = {"id": unit.id, "source": unit.source.uri, "target": unit.target.uri}
             if unit.expected_files:
                 entry["expected_files"] = list(unit.expected_files)
+            if unit.adopt is not None:
+                entry["adopt"] = unit.adopt
             units.append(entry)
-        return {"version": documents.VERSION, "units": units}
+        document: dict[str, Any] = {"version": documents.VERSION, "units": units}
+        if self.owner is not None:
+            document["owner"] = self.owner.to_dict()
+        return document
 
 
 def plan_from_document(document: dict[str, Any], where: str = "") -> CopyPlan:
@@ -49,10 +57,12 @@ def plan_from_bytes(data: str | bytes, where: str = "") -> CopyPlan:
 
 def _plan_of_valid(document: dict[str, Any]) -> CopyPlan:
     units = tuple(Unit(u["id"], parse_uri(u["source"], f"unit {u['id']!r}: source"),
-                       parse_uri(u["target"], f"unit {u['id']!r}: target"), tuple(u.get("expected_files", ())))
+                       parse_uri(u["target"], f"unit {u['id']!r}: target"), tuple(u.get("expected_files", ())),
+                       u.get("adopt"))
                   for u in document["units"])
     check_overlaps(units)
-    return CopyPlan(units)
+    owner = document.get("owner")
+    return CopyPlan(units, Owner.from_dict(owner) if owner is not None else None)
 
 
 def load_plan(path: Path) -> CopyPlan:
@@ -74,6 +84,10 @@ def single_unit_plan(source_uri: str, target_uri: str, roles: tuple[str, str] = 
 def check_overlaps(units: Sequence[Unit]) -> None:
     """Never write under a source: no target inside (or at) a source, no source inside a target, no unit
     inside another unit's target, no id or target twice.
+
+    Paths are compared as written (normalised lexically, links not resolved). A link cannot hide an overlap: a
+    path that is or passes through a link is refused whenever it is used (local_paths.py), so a target named
+    through a link to its source fails its unit before anything is written.
 
     O(n log n), for plans of a million partitions: one sort of every source and target, then one pass
     (`_overlapping_targets`). Of several overlaps, the one refused is the one a pair-by-pair check

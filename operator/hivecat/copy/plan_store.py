@@ -7,7 +7,9 @@ must reach that filesystem anyway (it writes the copies there). The place is
 directory, which Hive and Spark skip when they list, beside and never inside the tables.
 
 A plan is written whole or not at all: on file:// and hdfs:// to a temporary name in the same directory, then
-renamed into place; on S3 an object appears only when its upload completes. Its sha256 digest
+renamed into place; on S3 an object appears only when its upload completes. On file:// a plan is written and
+read without following a symbolic link anywhere in its path (copy/localfs.py). The plan carries its owner
+and the units' `adopt` (copy/owner.py) as part of its bytes, so the digest pins them too. Its sha256 digest
 (`sha256:<hex>`, over the exact bytes written) goes into the copy workload's arguments, and the reader refuses
 a plan whose bytes differ: a run never copies by a plan other than the one the operator wrote, whoever can
 write to the secondary's filesystem.
@@ -17,14 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import uuid
 from typing import TYPE_CHECKING, Final
 
 from hivecat.copy.errors import CopyInputError
 from hivecat.copy.plan import CopyPlan, plan_from_bytes
-from hivecat.copy.storage import Location, Storage, parse_uri
+from hivecat.copy.storage import Location, Storage, local_path, parse_uri
 
 if TYPE_CHECKING:
     from pyarrow import fs as pafs_types
@@ -68,7 +69,7 @@ def encode_plan(plan: CopyPlan) -> bytes:
 def plan_source(text: str) -> Location:
     """`hivecat distcp --plan`: a URI (file://, s3://, hdfs://), or a local path as before URIs were taken."""
     if "://" not in text and not text.lower().startswith("file:"):
-        return Location("file", "", os.path.realpath(text))
+        return Location("file", "", local_path(text))  # read without following a link, as every local path
     return parse_uri(text, "--plan")
 
 

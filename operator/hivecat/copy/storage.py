@@ -3,11 +3,13 @@
 Schemes (the table is hivecat.locations.schemes, shared with `hivecat relocate`): file://, s3:// (also
 s3a://, s3n://), hdfs://. URIs only: a bare path (`/tmp/x`) is refused in the same words as `hivecat
 relocate` refuses it, naming the URI to write instead (file:///tmp/x). A file: path is taken literally,
-as Hadoop takes it: no query or fragment, no %XX decoding. HDFS goes through WebHDFS, the namenode's
-REST API (webhdfs.py: no Hadoop client or libhdfs needed), with simple authentication only; the
-namenode's HTTP address per hdfs:// authority comes from HIVECAT_WEBHDFS_ENDPOINTS (default: port 9870
-on the namenode's host), the user from HADOOP_USER_NAME. Renames there are atomic HDFS renames that
-never replace an existing target. Tested against a real namenode (Hadoop 3.4.1 MiniDFSCluster).
+as Hadoop takes it: no query or fragment, no %XX decoding, no link resolved (local_path); file:// data is
+reached through localfs.py, which refuses a path that is or passes through a symbolic link. HDFS goes
+through WebHDFS, the namenode's REST API (webhdfs.py: no Hadoop client or libhdfs needed), with simple
+authentication only; the namenode's HTTP address per hdfs:// authority comes from
+HIVECAT_WEBHDFS_ENDPOINTS (default: port 9870 on the namenode's host), the user from HADOOP_USER_NAME.
+Renames there are atomic HDFS renames that never replace an existing target. Tested against a real
+namenode (Hadoop 3.4.1 MiniDFSCluster).
 
 S3 settings come from the environment, never from the command line: endpoint from
 HIVECAT_S3_ENDPOINT, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL (with an endpoint override, addressing is
@@ -266,6 +268,14 @@ def relative_path_refusal(relative: str) -> str | None:
     return None
 
 
+def local_path(text: str) -> str:
+    """A local path made absolute and normalised lexically ('.', '..', repeated slashes), never by resolving
+    links: the path given is the path used. Every local access refuses a path through a link (local_paths.py),
+    so a link cannot hide an overlap either: a target named through a link to its source is refused when used."""
+    path = os.path.abspath(text)
+    return "/" + path.lstrip("/")  # normpath keeps a leading "//" (POSIX leaves it implementation-defined)
+
+
 _SUPPORTED = ", ".join(f"{name}://" for name in COPY_SCHEMES[:-1]) + f" or {COPY_SCHEMES[-1]}://"
 
 
@@ -289,7 +299,7 @@ def parse_uri(uri: str, role: str = "") -> Location:
             rest = rest[end:] if end >= 0 else ""
         if not rest:
             raise CopyInputError(f"{label}: no path")
-        return Location("file", "", os.path.realpath(rest))  # realpath: symlinks cannot hide an overlap
+        return Location("file", "", local_path(rest))
     if family == "s3":
         key = posixpath.normpath(parsed.path).strip("/") if parsed.path.strip("/") else ""
         if not parsed.netloc:
@@ -326,8 +336,10 @@ class Storage:
 def _filesystem(s3: S3Settings, webhdfs: WebHdfsSettings, scheme: str, authority: str) -> pafs.FileSystem:
     from pyarrow import fs as pafs
 
-    if scheme == "file":
-        return pafs.LocalFileSystem()
+    if scheme == "file":  # never pyarrow's LocalFileSystem, which follows links
+        from hivecat.copy import localfs
+
+        return localfs.filesystem()
     if scheme == "s3":
         return s3.filesystem()
     from hivecat.copy import webhdfs as webhdfs_fs  # here: requests and pyarrow load only when HDFS is used

@@ -7,9 +7,11 @@ staging directory and verifies the copy: size always; with --verify checksum, th
 It also checks that the source did not change while it was copied. Failures are returned as results, not raised, so
 one bad file fails its unit and not the whole run.
 
-Nothing is read through a symbolic link (see listing.py): local files are opened with O_NOFOLLOW, so a
-file swapped for a link after it was listed is refused too. A relative path that is not a path inside
-the unit (an object key like `t//x` or `t/a/../x`) is refused before anything is read or written.
+Nothing is read or written through a symbolic link (see listing.py): local files are opened and created
+with no link followed anywhere in their path (local_paths.py, one openat2 per file where the kernel has it),
+so a file, or the unit's directory, swapped for a link after it was listed is refused too. A relative path
+that is not a path inside the unit (an object key like `t//x` or `t/a/../x`) is refused before anything is
+read or written.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import errno
 import mmap
 import os
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -25,7 +28,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyarrow import fs as pafs
 
-from hivecat.copy import checksum, s3copy
+from hivecat.copy import checksum, local_paths, s3copy
+from hivecat.copy.localfs import is_local
 from hivecat.copy.storage import Location, Storage, relative_path_refusal
 
 CHUNK_BYTES = 4 * 1024 * 1024          # pyarrow streams (object stores, HDFS)
@@ -72,6 +76,8 @@ def run_task(task: FileTask, options: TransferOptions) -> FileResult:
         return _run(task, options)
     except CopyFailed as exc:
         return FileResult(task, error=f"{task.relpath}: {exc}")
+    except local_paths.LinkRefused as exc:  # a directory of its path swapped for a link since it was listed
+        return FileResult(task, error=f"{task.relpath}: {exc.strerror}")
     except Exception as exc:  # noqa: BLE001 - any I/O failure fails this file (and so its unit), not the run
         return FileResult(task, error=f"{task.relpath}: {type(exc).__name__}: {exc}")
 
@@ -87,23 +93,24 @@ def _run(task: FileTask, options: TransferOptions) -> FileResult:
                                        options.multipart_threshold, options.part_size)
         _check_size(dst_fs, task)
         return FileResult(task, task.size, etag=etag)
-    if not task.dest.is_object_store:
+    local = is_local(src_fs) and is_local(dst_fs)
+    if not task.dest.is_object_store and not local:
         dst_fs.create_dir(task.dest.parent.path, recursive=True)
-    local = isinstance(src_fs, pafs.LocalFileSystem) and isinstance(dst_fs, pafs.LocalFileSystem)
     digest = None
     if local and task.carry and _hardlink(task):
         pass  # committed files are never written in place, so old and new unit may share them
     elif local and not options.bandwidth and not options.checksum:
         # In-kernel copy: on the 2-CPU build machine, read() + write() through this process cost
         # 3-4x the kernel time of the in-kernel copy.
-        with _open_source(task.source.path) as reader, open(task.dest.path, "wb", buffering=0) as writer:
+        with _open_source(task.source.path) as reader, _create(task.dest.path, "wb") as writer:
             _kernel_copy(reader.fileno(), writer.fileno())
+            _check_local(reader.fileno(), writer.fileno(), task)
     elif local and not options.bandwidth:
         digest = _local_copy_compared(task)  # the copy is byte-identical to the source as read
     else:
         digest = _stream_copy(src_fs, dst_fs, task, options)
-    _check_size(dst_fs, task)
-    _check_unchanged(src_fs, task)
+        _check_size(dst_fs, task)
+        _check_unchanged(src_fs, task)
     if digest is not None and options.checksum and not local:
         written = hash_file(dst_fs, task.dest.path)
         if written != digest:
@@ -112,40 +119,56 @@ def _run(task: FileTask, options: TransferOptions) -> FileResult:
 
 
 def _hardlink(task: FileTask) -> bool:
-    try:
-        os.link(task.source.path, task.dest.path, follow_symlinks=False)
-    except OSError:  # another device, or links not allowed: copy instead
-        return False
-    if os.path.islink(task.dest.path):  # the inode linked is itself a symbolic link: the copy refuses it
-        os.unlink(task.dest.path)
-        return False
+    """The carried file hard-linked into staging, both names reached without following a link; False when
+    the filesystem cannot link it (copied instead)."""
+    with local_paths.parent_of(task.source.path) as (source_dir, source_name), \
+            local_paths.parent_of(task.dest.path, make=True) as (dest_dir, dest_name):
+        try:
+            os.link(source_name, dest_name, src_dir_fd=source_dir, dst_dir_fd=dest_dir, follow_symlinks=False)
+        except OSError:  # another device, or links not allowed: copy instead
+            return False
+        linked = os.stat(dest_name, dir_fd=dest_dir, follow_symlinks=False)
+        if stat.S_ISLNK(linked.st_mode):  # the inode linked is itself a symbolic link: the copy refuses it
+            os.unlink(dest_name, dir_fd=dest_dir)
+            return False
+    if linked.st_size != task.size or linked.st_mtime_ns != task.mtime_ns:  # one inode: the copy is the source
+        raise CopyFailed("the source changed while it was copied (rerun to copy the new version)")
     return True
 
 
-def _no_follow(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NOFOLLOW)
-
-
 def _open_source(path: str):
-    """A local file opened for reading, refused (CopyFailed) if it is a symbolic link."""
+    """A local file opened for reading, refused (CopyFailed) if it is a symbolic link, LinkRefused if a
+    directory of its path is one."""
     try:
-        return open(path, "rb", buffering=0, opener=_no_follow)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:  # what O_NOFOLLOW answers for a link
+        return open(local_paths.open_path(path, os.O_RDONLY), "rb", buffering=0)
+    except local_paths.LinkRefused as exc:
+        if exc.link == path:
             raise CopyFailed(LINK_MESSAGE) from None
         raise
 
 
+def _create(path: str, mode: str):
+    """A staged file created (its directories too) without following a link anywhere in its path."""
+    flags = os.O_RDWR if "+" in mode else os.O_WRONLY
+    return open(local_paths.create_file(path, flags | os.O_TRUNC), mode, buffering=0)
+
+
 def _input_stream(filesystem: pafs.FileSystem, path: str):
-    if isinstance(filesystem, pafs.LocalFileSystem):  # pyarrow's own would follow a link
+    if is_local(filesystem):  # pyarrow's LocalFileSystem, handed in, would follow a link
         return pa.PythonFile(_open_source(path), mode="r")
     return filesystem.open_input_stream(path)
+
+
+def _output_stream(filesystem: pafs.FileSystem, path: str):
+    if is_local(filesystem):
+        return pa.PythonFile(_create(path, "wb"), mode="w")
+    return filesystem.open_output_stream(path)
 
 
 def _stream_copy(src_fs: pafs.FileSystem, dst_fs: pafs.FileSystem, task: FileTask,
                  options: TransferOptions) -> str:
     crc, began, copied = 0, time.monotonic(), 0
-    with _input_stream(src_fs, task.source.path) as reader, dst_fs.open_output_stream(task.dest.path) as writer:
+    with _input_stream(src_fs, task.source.path) as reader, _output_stream(dst_fs, task.dest.path) as writer:
         for chunk in _stream_chunks(reader):
             crc = checksum.update(crc, chunk)
             writer.write(chunk)
@@ -159,12 +182,10 @@ def _stream_copy(src_fs: pafs.FileSystem, dst_fs: pafs.FileSystem, task: FileTas
 
 def hash_file(filesystem: pafs.FileSystem, path: str) -> str:
     crc = 0
-    if isinstance(filesystem, pafs.LocalFileSystem):
+    if is_local(filesystem):
         try:
-            reader = open(path, "rb", buffering=0, opener=_no_follow)
-        except OSError as exc:
-            if exc.errno != errno.ELOOP:
-                raise
+            reader = open(local_paths.open_path(path, os.O_RDONLY), "rb", buffering=0)
+        except local_paths.LinkRefused:
             # Not read, and equal to no other hash, so never taken as up to date: a link in the source
             # then fails its unit when copied (_open_source), one in the target is replaced.
             return f"not-followed:{path}"
@@ -184,12 +205,14 @@ def _local_copy_compared(task: FileTask) -> str:
     accepted only if identical to what was read, which is stronger than comparing two checksums.
     Both through the descriptors the copy used: 2 opens per file instead of 4, which is what small
     files pay most for. A source that changes meanwhile fails this or the checks after it."""
-    with _open_source(task.source.path) as reader, open(task.dest.path, "w+b", buffering=0) as writer:
+    with _open_source(task.source.path) as reader, _create(task.dest.path, "w+b") as writer:
         _kernel_copy(reader.fileno(), writer.fileno())
         written = os.fstat(writer.fileno()).st_size
         if written != task.size:  # checked before mapping: a short copy must not be mapped past its end
             raise CopyFailed(f"size mismatch after copy: expected {task.size}, found {written}")
-        return _compare_with_source(reader.fileno(), writer.fileno(), task.size)
+        digest = _compare_with_source(reader.fileno(), writer.fileno(), task.size)
+        _check_local(reader.fileno(), writer.fileno(), task)
+        return digest
 
 
 def _compare_with_source(source_fd: int, copy_fd: int, size: int) -> str:
@@ -253,6 +276,16 @@ def _stream_chunks(reader) -> Iterator:  # pyarrow NativeFile -> pyarrow Buffers
     # a new buffer per chunk: object-store writers may keep a reference to what they were given
     while (chunk := reader.read_buffer(CHUNK_BYTES)).size:
         yield chunk
+
+
+def _check_local(source_fd: int, copy_fd: int, task: FileTask) -> None:
+    """_check_size and _check_unchanged on the descriptors the copy used: no path is looked up again."""
+    written = os.fstat(copy_fd).st_size
+    if written != task.size:
+        raise CopyFailed(f"size mismatch after copy: expected {task.size}, found {written}")
+    now = os.fstat(source_fd)
+    if now.st_size != task.size or now.st_mtime_ns != task.mtime_ns:
+        raise CopyFailed("the source changed while it was copied (rerun to copy the new version)")
 
 
 def _check_size(dst_fs: pafs.FileSystem, task: FileTask) -> None:

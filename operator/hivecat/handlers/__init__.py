@@ -21,6 +21,9 @@ def configure(settings: kopf.OperatorSettings, **_: object) -> None:
     # Only warnings and errors become Kubernetes Events by themselves: the handlers post their own Normal
     # Events (created, upgraded, switched) where something happened, not one per handler run.
     settings.posting.level = logging.WARNING
+    # Watching named namespaces only, kopf needs not list namespaces (nor watch CRDs) to find what it serves:
+    # the chart grants that only with clusterWide (least privilege; tests/operator/test_zz_rbac_audit.py).
+    settings.scanning.disabled = config().exact_namespaces
     # Client libraries log request and response headers at DEBUG (`hivecat run --debug`), which carry
     # signed AWS headers and Kubernetes tokens: keep them at WARNING whatever kopf's level is.
     for noisy in ("botocore", "boto3", "s3transfer", "urllib3", "kubernetes"):
@@ -29,6 +32,7 @@ def configure(settings: kopf.OperatorSettings, **_: object) -> None:
         metrics.serve(config().metrics_port)
 
 
+from hivecat.handlers import policy  # noqa: E402,F401  (registers the CatalogPolicy index and status)
 from hivecat.handlers import hivecatalog  # noqa: E402,F401  (registers the HiveCatalog handlers)
 from hivecat.handlers import clusterstorage  # noqa: E402,F401  (registers the ClusterStorage handlers)
 from hivecat.handlers import tablereplica  # noqa: E402,F401  (registers the TableReplica handlers)

@@ -1,9 +1,14 @@
 """ClusterStorage handlers: keep each catalog's cluster registry, scan for "Wrong FS" drift, repair it.
 
 Registration runs on the resource's create/update/resume and delete, and again from the daemon whenever the
-set of ClusterStorages of the same catalog changed (a kopf index holds them), so a cluster refused because
-another claimed its filesystem is taken as soon as that other one goes. One lock per catalog: two
-ClusterStorages of one catalog never write its registry side by side.
+set of ClusterStorages of the same catalog, or what the CatalogPolicies grant the namespace, changed (kopf
+indexes hold both), so a cluster refused because another claimed its filesystem is taken as soon as that other
+one goes. One lock per catalog: two ClusterStorages of one catalog never write its registry side by side.
+
+A ClusterStorage is registered only when its namespace's policy grants its filesystem and compute, its scans
+are not more frequent than allowed, and no other namespace claimed that storage first (reconcile/claims.py).
+Refused, it keeps whatever the registry held for it (clients that mount clusters.json keep working) and hivecat
+reads and writes nothing for it.
 
 Drift scans (and repairs) run in the daemon's own thread, never in the event loop: on a spec change, on the
 `hivecatalog.io/sync-now` annotation, and every scan interval with jitter.
@@ -24,19 +29,20 @@ import kopf
 from hivecat import k8s, metrics
 from hivecat.catalog.base import Catalog
 from hivecat.config import config
-from hivecat.kinds import (ANNOTATION_METASTORE_ADDRESS, CLUSTER_STORAGE, GROUP, HIVE_CATALOG,
-                           TABLE_REPLICA, VERSION)
-from hivecat.handlers.ports import open_backend, run_asked
-from hivecat.reconcile.clusterstorage import (
-    DRIFTED, READY, Backend, backends_of, register, registration_of, scan_pass)
+from hivecat.kinds import CLUSTER_STORAGE, GROUP, HIVE_CATALOG, TABLE_REPLICA, VERSION
+from hivecat.handlers.policy import policy_of
+from hivecat.handlers.ports import catalog_backends, open_backend, registry_text, run_asked
+from hivecat.reconcile.access import NamespacePolicy, check_cluster_storage, judged
+from hivecat.reconcile.claims import Claim, claim_conflict
+from hivecat.reconcile.clusterstorage import DRIFTED, READY, Backend, register, registration_of, scan_pass
 from hivecat.reconcile.conditions import Condition, find, merge
 from hivecat.reconcile.backoff import backoff
 from hivecat.reconcile.drift import next_scan_due
-from hivecat.reconcile.registry import ClusterEntry, cluster_entry
-from hivecat.specs.clusterstorage import parse_cluster_storage, previous_filesystems
+from hivecat.reconcile.policy import Violation
+from hivecat.reconcile.registry import ClusterEntry, cluster_entry, parse_registry_document
+from hivecat.specs.clusterstorage import ClusterStorageSpec, canonical_uri, parse_cluster_storage, previous_filesystems
 from hivecat.specs.errors import SpecInvalid
-from hivecat.specs.hivecatalog import parse_hive_catalog
-from hivecat.workloads.registry import REGISTRY_KEY, registry_config_map, registry_config_map_name
+from hivecat.workloads.registry import registry_config_map
 
 TICK = 0.5  # the daemon's beat: cheap checks of the index and the schedule
 CATALOG_RETRY = 5.0  # seconds between registration attempts while the catalog is missing
@@ -62,6 +68,45 @@ def storages_by_catalog(namespace: str, name: str, spec: kopf.Spec, status: kopf
         "spec": dict(spec), "status": {k: status.get(k) for k in ("filesystem", "previousFilesystems")}}}
 
 
+def claims(index: kopf.Index) -> list[Claim]:
+    """What every ClusterStorage the operator watches claims (any namespace, any catalog). One being deleted
+    still claims its storage until it is gone."""
+    found = []
+    for key in index:
+        for body in index[key]:
+            filesystem = _canonical((body.get("spec") or {}).get("filesystem"))
+            if filesystem is None:
+                continue  # refused by its own spec: claims nothing
+            meta = body["metadata"]
+            registered = _canonical((body.get("status") or {}).get("filesystem")) == filesystem
+            found.append(Claim(meta["namespace"], meta["name"], filesystem, registered,
+                               meta.get("creationTimestamp") or ""))
+    return found
+
+
+def _canonical(uri: Any) -> str | None:
+    try:
+        return canonical_uri(uri) if isinstance(uri, str) else None
+    except ValueError:
+        return None
+
+
+def claim_of(namespace: str, name: str, filesystem: str, index: kopf.Index,
+             policies: kopf.Index) -> Violation | None:
+    """Whether another namespace claimed this ClusterStorage's storage first (reconcile/claims.py)."""
+    everyone = claims(index)
+    mine = next((c for c in everyone if (c.namespace, c.name) == (namespace, name)), None)
+    if mine is None or mine.filesystem != filesystem:  # not indexed yet, or its spec moved on: as a newcomer
+        mine = Claim(namespace, name, filesystem, False, "9999")
+    granted: dict[str, NamespacePolicy] = {}
+
+    def shared(claim: Claim) -> bool:
+        policy = granted.setdefault(claim.namespace, policy_of(claim.namespace, policies))
+        grant = policy.storage_grant(claim.filesystem)
+        return grant is not None and grant.shared
+    return claim_conflict(mine, [c for c in everyone if c is not mine], shared)
+
+
 @kopf.index(GROUP, VERSION, TABLE_REPLICA.plural)
 def replicas_by_storage(namespace: str, name: str, spec: kopf.Spec, **_: Any) -> dict[tuple[str, str], str]:
     """(namespace, ClusterStorage) → the TableReplicas that copy from or to it."""
@@ -78,8 +123,11 @@ class LiveStoragePorts:
         self.namespace, self.catalog_body = namespace, catalog_body
 
     def registry_document(self, catalog: str) -> str | None:
-        found = k8s.get("v1", "ConfigMap", self.namespace, registry_config_map_name(catalog))
-        return ((found or {}).get("data") or {}).get(REGISTRY_KEY)
+        assert self.catalog_body is not None
+        try:
+            return registry_text(self.namespace, self.catalog_body)
+        except k8s.NameTaken:
+            return None  # never trusted; writing it is refused the same way
 
     def write_registry(self, catalog: str, document: str) -> None:
         assert self.catalog_body is not None
@@ -91,9 +139,23 @@ class LiveStoragePorts:
         return open_backend(self.namespace, backend)
 
 
-def _members(bodies: Iterable[Mapping[str, Any]], own: str, own_previous: tuple[str, ...]) -> list[ClusterEntry]:
+def refusal_of(body: Mapping[str, Any], spec: ClusterStorageSpec, policy: NamespacePolicy, index: kopf.Index,
+               policies: kopf.Index) -> tuple[Violation | None, Condition | None]:
+    """(why the ClusterStorage is not taken, a PolicyCompliant condition while the policy is only audited).
+    A claim conflict refuses whatever the enforcement: it protects another team's storage."""
+    violation = check_cluster_storage(spec, policy, scan_interval_set=(body.get("spec") or {}).get("scanInterval")
+                                      is not None)
+    refusal, audit = judged(violation, policy)
+    if violation is not None:
+        metrics.record_policy_violation(spec.namespace, CLUSTER_STORAGE.kind, violation.reason, policy.enforcement)
+    return refusal or claim_of(spec.namespace, spec.name, spec.filesystem, index, policies), audit
+
+
+def _members(bodies: Iterable[Mapping[str, Any]], own: str, own_previous: tuple[str, ...],
+             registered: Mapping[str, ClusterEntry], refused: Any) -> list[ClusterEntry]:
     """The ClusterStorages of one catalog whose specs parse, oldest first, as registry entries. One being
-    deleted stays until its delete handler lets it go (a TableReplica may still hold it)."""
+    deleted stays until its delete handler lets it go (a TableReplica may still hold it). One `refused(body,
+    spec)` says no to stays as registered (its entry unchanged), or is left out when it never was."""
     settings = config()
     live = list(bodies)
     live.sort(key=lambda b: (b["metadata"].get("creationTimestamp") or "", b["metadata"]["name"]))
@@ -104,12 +166,17 @@ def _members(bodies: Iterable[Mapping[str, Any]], own: str, own_previous: tuple[
         except SpecInvalid:
             continue
         name = body["metadata"]["name"]
+        if refused(body, spec) is not None:
+            if name in registered:
+                members.append(registered[name])
+            continue
         previous = own_previous if name == own else previous_filesystems(spec, body.get("status") or {})
         members.append(cluster_entry(spec, previous))
     return members
 
 
-def _registration(body: kopf.Body, index: kopf.Index, *, leaving: bool = False) -> dict[str, Any]:
+def _registration(body: kopf.Body, index: kopf.Index, policies: kopf.Index, *,
+                  leaving: bool = False) -> dict[str, Any]:
     """Register (or, leaving, unregister) this ClusterStorage; returns the status to write."""
     namespace, name = body.meta.namespace, body.meta.name
     status = dict(body.get("status") or {})
@@ -133,18 +200,36 @@ def _registration(body: kopf.Body, index: kopf.Index, *, leaving: bool = False) 
     if leaving and (catalog_body.get("metadata") or {}).get("deletionTimestamp"):
         return out  # the registry goes with its catalog
     previous = previous_filesystems(spec, status)
+    policy = policy_of(namespace, policies)
+    own_refusal, audit = refusal_of(body, spec, policy, index, policies)
+    ports = LiveStoragePorts(namespace, catalog_body)
     with _catalog_lock(namespace, spec.catalog):
         bodies = [b for b in index.get((namespace, spec.catalog), ()) if not (leaving and
                                                                              b["metadata"]["name"] == name)]
-        decision = register(spec.catalog, _members(bodies, name, previous), LiveStoragePorts(namespace, catalog_body))
+        current = ports.registry_document(spec.catalog)
+
+        def refused(member: Mapping[str, Any], member_spec: ClusterStorageSpec) -> Violation | None:
+            if member["metadata"]["name"] == name:
+                return None if leaving else own_refusal
+            return refusal_of(member, member_spec, policy, index, policies)[0]
+        members = _members(bodies, name, previous, parse_registry_document(current), refused)
+        try:
+            decision = register(spec.catalog, members, ports, current)
+        except k8s.NameTaken as taken:  # a ConfigMap of the registry's name that hivecat did not make
+            if leaving:
+                return out
+            out.update(phase="Invalid", conditions=_conditions(body, [Condition.of(READY, False, taken.reason,
+                                                                                    taken.message)]))
+            return out
     if leaving:
         return out
-    ready = registration_of(name, decision)
+    ready = (Condition.of(READY, False, own_refusal.reason, own_refusal.message) if own_refusal is not None
+             else registration_of(name, decision))
     if ready.status == "True":
         out["filesystem"], out["previousFilesystems"] = spec.filesystem, list(previous)
     kept = [Condition(c["type"], c["status"], c.get("reason", ""), c.get("message", ""))
             for c in status.get("conditions") or () if c.get("type") == DRIFTED]
-    out["conditions"] = _conditions(body, [ready, *kept])
+    out["conditions"] = _conditions(body, [ready, *kept, *([audit] if audit is not None else [])])
     if ready.status != "True":
         out["phase"] = "Invalid"
     elif status.get("phase") in (None, "Invalid", "Pending", "Suspended"):
@@ -160,18 +245,20 @@ def _conditions(body: kopf.Body, conditions: list[Condition]) -> list[dict[str, 
 @kopf.on.create(GROUP, VERSION, CLUSTER_STORAGE.plural)
 @kopf.on.update(GROUP, VERSION, CLUSTER_STORAGE.plural)
 def reconcile(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, storages_by_catalog: kopf.Index,
-              **_: Any) -> None:
+              catalog_policies: kopf.Index, **_: Any) -> None:
+    fingerprint = _fingerprint(body, storages_by_catalog, catalog_policies)
     try:
-        patch.status.update(_registration(body, storages_by_catalog))
+        patch.status.update(_registration(body, storages_by_catalog, catalog_policies))
     except k8s.NamespaceTerminating:
         return  # it goes with its namespace
     memo["scan_now"] = True  # a spec change (or a restart) is worth a fresh scan
-    memo["registered_members"] = _fingerprint(body, storages_by_catalog)
+    memo["registered_members"] = fingerprint
 
 
 @kopf.on.delete(GROUP, VERSION, CLUSTER_STORAGE.plural)
 def release(body: kopf.Body, name: str, namespace: str, patch: kopf.Patch, storages_by_catalog: kopf.Index,
-            replicas_by_storage: kopf.Index, logger: logging.Logger, **_: Any) -> None:
+            replicas_by_storage: kopf.Index, catalog_policies: kopf.Index, logger: logging.Logger,
+            **_: Any) -> None:
     """Held while TableReplicas copy from or to this cluster; then it leaves the registry."""
     replicas = sorted(set(replicas_by_storage.get((namespace, name), ())))
     if replicas:
@@ -182,7 +269,7 @@ def release(body: kopf.Body, name: str, namespace: str, patch: kopf.Patch, stora
         patch.status["phase"] = "Deleting"
         raise kopf.TemporaryError(message, delay=5)
     try:
-        _registration(body, storages_by_catalog, leaving=True)
+        _registration(body, storages_by_catalog, catalog_policies, leaving=True)
     except k8s.NamespaceTerminating:  # the registry goes with the namespace
         logger.info("ClusterStorage %s/%s released with its namespace", namespace, name)
         metrics.forget(namespace, name, CLUSTER_STORAGE.kind)
@@ -196,12 +283,15 @@ def _drifted(body: kopf.Body) -> list[Condition]:
     return [Condition(DRIFTED, found["status"], found.get("reason", ""), found.get("message", ""))] if found else []
 
 
-def _fingerprint(body: kopf.Body, index: kopf.Index) -> tuple:
-    """What registration depends on among this catalog's ClusterStorages: when it moves, register again."""
+def _fingerprint(body: kopf.Body, index: kopf.Index, policies: kopf.Index) -> tuple:
+    """What registration depends on: this catalog's ClusterStorages and what the namespace's policy grants.
+    When it moves, register again. (Other namespaces' claims are looked at on each registration; one that is
+    refused tries again every CATALOG_RETRY seconds.)"""
     catalog = (body.spec.get("catalogRef") or {}).get("name") or ""
-    return tuple(sorted((b["metadata"]["name"], bool(b["metadata"].get("deletionTimestamp")),
-                         repr(sorted(b["spec"].items())), repr(b["status"]))
-                        for b in index.get((body.meta.namespace, catalog), ())))
+    members = tuple(sorted((b["metadata"]["name"], bool(b["metadata"].get("deletionTimestamp")),
+                            repr(sorted(b["spec"].items())), repr(b["status"]))
+                           for b in index.get((body.meta.namespace, catalog), ())))
+    return members, policy_of(body.meta.namespace, policies, refresh=False)
 
 
 # --- drift -------------------------------------------------------------------------------------------------
@@ -209,27 +299,29 @@ def _fingerprint(body: kopf.Body, index: kopf.Index) -> tuple:
 # Async, like the HiveCatalog's: waiting holds no thread; registration and scans run in worker threads.
 @kopf.daemon(GROUP, VERSION, CLUSTER_STORAGE.plural, cancellation_timeout=30)
 async def watch(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, storages_by_catalog: kopf.Index,
-                logger: logging.Logger, **_: Any) -> None:
-    """Registration again when the catalog's ClusterStorages changed; drift scans when due."""
+                catalog_policies: kopf.Index, logger: logging.Logger, **_: Any) -> None:
+    """Registration again when the catalog's ClusterStorages or the namespace's policy changed; drift scans
+    when due."""
     last_attempt = 0.0
     while not stopped:
         await asyncio.sleep(TICK)
         if body.meta.get("deletionTimestamp"):
             continue
-        fingerprint = _fingerprint(body, storages_by_catalog)
+        fingerprint = _fingerprint(body, storages_by_catalog, catalog_policies)
         unregistered = (find((body.get("status") or {}).get("conditions"), READY) or {}).get("status") != "True"
         retry = unregistered and time.monotonic() - last_attempt > CATALOG_RETRY
         if fingerprint != memo.get("registered_members") or retry:
             memo["registered_members"], last_attempt = fingerprint, time.monotonic()
-            await asyncio.to_thread(_register_again, body, storages_by_catalog)
+            await asyncio.to_thread(_register_again, body, storages_by_catalog, catalog_policies)
             continue
         if _scan_due(body, memo):
-            await asyncio.to_thread(_scan, body, memo, logger)
+            await asyncio.to_thread(_scan, body, memo, logger, catalog_policies)
 
 
-def _register_again(body: kopf.Body, index: kopf.Index) -> None:
+def _register_again(body: kopf.Body, index: kopf.Index, policies: kopf.Index) -> None:
     try:
-        k8s.patch_status(CLUSTER_STORAGE, body.meta.namespace, body.meta.name, _registration(body, index))
+        k8s.patch_status(CLUSTER_STORAGE, body.meta.namespace, body.meta.name,
+                         _registration(body, index, policies))
     except k8s.NamespaceTerminating:
         pass  # the registry and this ClusterStorage go with the namespace
 
@@ -260,19 +352,15 @@ def _interval(body: kopf.Body) -> float:
         return config().drift_scan_seconds
 
 
-def _scan(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger) -> None:
+def _scan(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, policies: kopf.Index) -> None:
     namespace, name = body.meta.namespace, body.meta.name
     status = dict(body.get("status") or {})
     settings = config()
     patch: dict[str, Any] = {}
     try:
         spec = parse_cluster_storage(body, default_scan_interval=settings.drift_scan_seconds)
-        catalog_body = k8s.get(HIVE_CATALOG.api_version, HIVE_CATALOG.kind, namespace, spec.catalog)
-        if catalog_body is None:
-            raise SpecInvalid("CatalogNotFound", f"HiveCatalog {spec.catalog} does not exist in namespace {namespace}")
-        catalog = parse_hive_catalog(catalog_body, default_image=settings.metastore_image)
-        address = ((catalog_body.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_METASTORE_ADDRESS)
-        backends = backends_of(catalog, spec.metastore_access, address)
+        catalog_body, backends = catalog_backends(namespace, spec.catalog, policy_of(namespace, policies),
+                                                  spec.metastore_access)
     except SpecInvalid as invalid:
         conditions = [Condition(DRIFTED, "Unknown", invalid.reason, invalid.message)]
         outcome_phase, drift, events = "Degraded", None, []

@@ -71,7 +71,11 @@ class WorkloadLauncher:
         self.replica = owner["metadata"]["name"]
 
     def _get(self, name: str) -> dict[str, Any] | None:
-        return k8s.get(self.workload.api_version, self.workload.kind, self.namespace, name)
+        """This TableReplica's workload of that name; NameTaken when the name is someone else's object."""
+        found = k8s.get(self.workload.api_version, self.workload.kind, self.namespace, name)
+        if found is not None and not k8s.owned_by(found, self.owner["metadata"]["uid"]):
+            raise k8s.NameTaken(self.workload.kind, self.namespace, name)
+        return found
 
     def run(self, plan: CopyPlan, copy: CopySettings, stopped: Callable[[], bool]) -> LaunchResult:
         began = time.monotonic()
@@ -84,7 +88,7 @@ class WorkloadLauncher:
             manifest = self.workload.build(run, compute)
             kopf.adopt(manifest, owner=self.owner)  # goes with the TableReplica
             k8s.apply(manifest)
-        except (SpecInvalid, CopyInputError, OSError, ValueError) as error:
+        except (SpecInvalid, CopyInputError, OSError, ValueError, k8s.NameTaken) as error:
             return LaunchResult(FAILED, f"cannot start the copy {kind}: {getattr(error, 'message', error)}")
         except ApiException as error:
             missing = error.status == 404
@@ -92,7 +96,10 @@ class WorkloadLauncher:
                 f"the API server does not serve {self.workload.api_version} {kind} (is its operator installed?)"
                 if missing else f"{error.status} {error.reason}"))
         while True:
-            obj = self._get(name)
+            try:
+                obj = self._get(name)
+            except k8s.NameTaken as taken:  # replaced while it ran: not this TableReplica's to read or delete
+                return LaunchResult(FAILED, taken.message, run.run_id)
             state = self.workload.state(obj) if obj is not None else FAILED
             if state != RUNNING:
                 break
@@ -141,7 +148,8 @@ class WorkloadLauncher:
                     return False
                 time.sleep(POLL_SECONDS)
                 continue
-            k8s.delete(self.workload.api_version, self.workload.kind, self.namespace, name)
+            k8s.delete(self.workload.api_version, self.workload.kind, self.namespace, name,
+                       owner=self.owner["metadata"]["uid"])
             deadline = time.monotonic() + GONE_TIMEOUT
             while self._get(name) is not None and time.monotonic() < deadline:
                 if stopped():

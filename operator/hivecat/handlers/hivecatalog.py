@@ -2,8 +2,13 @@
 
 Three ways in, one pass: the resource's create/update/resume events, and a daemon that re-checks the
 backends (`HIVECAT_RECHECK_SECONDS`), comes back sooner while a schema Job or rollout is in progress, and runs
-a pass at once when the confirm-mode-switch or metastore-address annotation changes (kopf does not see those).
-A per-catalog lock keeps the daemon and the event handlers from running passes side by side.
+a pass at once when the confirm-mode-switch annotation (kopf does not see it) or what the CatalogPolicies
+grant the namespace changes. A per-catalog lock keeps the daemon and the event handlers from running passes
+side by side.
+
+Before anything is read or written, the catalog is checked against its namespace's policy (the metastore
+database, the Glue catalog and how it is reached): a catalog outside it is Ready=False with the reason, and
+no Secret is read, no backend probed, no child applied.
 """
 
 from __future__ import annotations
@@ -18,24 +23,26 @@ import kopf
 
 from hivecat import k8s, metrics
 from hivecat.config import config
-from hivecat.kinds import (ANNOTATION_CONFIRM_MODE_SWITCH, ANNOTATION_METASTORE_ADDRESS, CLUSTER_STORAGE, GROUP,
-                           HIVE_CATALOG, TABLE_REPLICA, VERSION)
+from hivecat.kinds import ANNOTATION_CONFIRM_MODE_SWITCH, CLUSTER_STORAGE, GROUP, HIVE_CATALOG, TABLE_REPLICA, VERSION
+from hivecat.handlers.policy import policy_of
 from hivecat.handlers.ports import LivePorts
+from hivecat.reconcile.access import check_hive_catalog, judged
 from hivecat.reconcile.backoff import backoff
 from hivecat.reconcile.conditions import Condition, merge
 from hivecat.reconcile.hivecatalog import READY, Outcome, Pass, previous_mode
-from hivecat.reconcile.policy import WorkloadPolicy
 from hivecat.specs.hivecatalog import SpecInvalid, parse_hive_catalog
 
 TICK = 0.5  # the re-check daemon's beat; a pass runs only when one is due (memo['next_pass'])
 
 
-def _pass(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, logger: logging.Logger) -> None:
+def _pass(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, logger: logging.Logger,
+          policies: kopf.Index) -> None:
     lock = memo.setdefault("lock", threading.Lock())
     with lock:
         memo["annotations_seen"] = _watched(body)  # this pass sees them as they are
         settings = config()
         status = dict(body.get("status") or {})
+        policy = memo["policy_seen"] = policy_of(body.meta.namespace, policies)
         try:
             spec = parse_hive_catalog(body, default_image=settings.metastore_image)
         except SpecInvalid as invalid:
@@ -46,12 +53,21 @@ def _pass(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, logger: logging.L
                 patch.status["observedGeneration"] = body.meta.get("generation")
                 memo["next_pass"] = time.monotonic() + settings.recheck_seconds
                 return
-            policy = WorkloadPolicy.from_lists(settings.allowed_images, settings.allowed_service_accounts)
+            violation = check_hive_catalog(spec, policy)
+            refusal, audit = judged(violation, policy)
+            if violation is not None:
+                metrics.record_policy_violation(spec.namespace, HIVE_CATALOG.kind, violation.reason,
+                                                policy.enforcement)
             named_image = ((body.spec.get("metastore") or {}).get("image")) or None
             try:
-                with metrics.timed(HIVE_CATALOG.kind, "check"):
-                    outcome = Pass(spec, previous_mode(status), LivePorts(body, spec), policy,
-                                   named_image=named_image).run()
+                if refusal is not None:  # nothing read (no Secret, no probe), nothing applied
+                    outcome = Outcome(mode=status.get("mode")).stop(refusal.reason, refusal.message)
+                else:
+                    with metrics.timed(HIVE_CATALOG.kind, "check"):
+                        outcome = Pass(spec, previous_mode(status), LivePorts(body, spec, policy), policy.workloads,
+                                       named_image=named_image).run()
+                    if audit is not None:
+                        outcome.conditions.append(audit)
             except k8s.NamespaceTerminating:  # everything here goes with the namespace: nothing to do
                 logger.debug("namespace %s is being deleted; no pass", spec.namespace)
                 memo["next_pass"] = time.monotonic() + settings.recheck_seconds
@@ -91,11 +107,11 @@ def _write_status(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], ou
 
 # kopf leaves every `hivecatalog.io/...` annotation out of the essence it diffs: its progress storage uses that
 # prefix (handlers/__init__.py) and clears the prefix's annotations from the essence, field handlers included.
-# So a change of one of ours alone (the mode-switch confirmation, the metastore address) is no update for kopf,
-# and the pass it calls for would wait for the next re-check. The daemon watches them on kopf's live body:
-# when only such an annotation changed (the spec was handled: observedGeneration is current), a pass is due
-# now. When the spec changed too, `reconcile` runs anyway, with the annotations as they are.
-WATCHED_ANNOTATIONS = (ANNOTATION_CONFIRM_MODE_SWITCH, ANNOTATION_METASTORE_ADDRESS)
+# So a change of one of ours alone (the mode-switch confirmation) is no update for kopf, and the pass it calls
+# for would wait for the next re-check. The daemon watches them on kopf's live body: when only such an
+# annotation changed (the spec was handled: observedGeneration is current), a pass is due now. When the spec
+# changed too, `reconcile` runs anyway, with the annotations as they are.
+WATCHED_ANNOTATIONS = (ANNOTATION_CONFIRM_MODE_SWITCH,)
 
 
 def _watched(body: kopf.Body) -> tuple[str | None, ...]:
@@ -113,15 +129,16 @@ def _annotations_changed(body: kopf.Body, memo: kopf.Memo) -> bool:
 @kopf.on.resume(GROUP, VERSION, HIVE_CATALOG.plural)
 @kopf.on.create(GROUP, VERSION, HIVE_CATALOG.plural)
 @kopf.on.update(GROUP, VERSION, HIVE_CATALOG.plural)
-def reconcile(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, logger: logging.Logger, **_: Any) -> None:
-    _pass(body, memo, patch, logger)
+def reconcile(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, logger: logging.Logger,
+              catalog_policies: kopf.Index, **_: Any) -> None:
+    _pass(body, memo, patch, logger, catalog_policies)
 
 
 # An async daemon: it holds no thread while it waits. A sync daemon would hold one of kopf's executor threads
 # for the resource's whole life, and a few dozen resources would leave none for the event handlers.
 @kopf.daemon(GROUP, VERSION, HIVE_CATALOG.plural, cancellation_timeout=10)
 async def recheck(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, logger: logging.Logger,
-                  **_: Any) -> None:
+                  catalog_policies: kopf.Index, **_: Any) -> None:
     """Re-check each catalog when its pass is due: soon while a Job or rollout runs, else every
     HIVECAT_RECHECK_SECONDS. A daemon rather than a timer: a timer's `when` filter is re-evaluated only on the
     resource's own events, and an unfiltered one-second timer would log every tick. `body` is kopf's live view.
@@ -130,14 +147,16 @@ async def recheck(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo,
         await asyncio.sleep(TICK)
         if body.meta.get("deletionTimestamp"):
             continue
-        if not _annotations_changed(body, memo) and time.monotonic() < memo.get("next_pass", 0.0):
+        policy_changed = "policy_seen" in memo and memo["policy_seen"] != policy_of(
+            body.meta.namespace, catalog_policies, refresh=False)
+        if not (_annotations_changed(body, memo) or policy_changed) and time.monotonic() < memo.get("next_pass", 0.0):
             continue
-        await asyncio.to_thread(_recheck, body, memo, logger)
+        await asyncio.to_thread(_recheck, body, memo, logger, catalog_policies)
 
 
-def _recheck(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger) -> None:
+def _recheck(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, policies: kopf.Index) -> None:
     patch = kopf.Patch()
-    _pass(body, memo, patch, logger)
+    _pass(body, memo, patch, logger, policies)
     if patch:
         k8s.patch_status(HIVE_CATALOG, body.meta.namespace, body.meta.name, dict(patch.get("status") or {}))
 

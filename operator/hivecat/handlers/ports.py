@@ -11,15 +11,19 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from hivecat import k8s
 from hivecat.catalog.base import Catalog
-from hivecat.catalog.connect import JournalSettings, open_catalog
+from hivecat.catalog.connect import CatalogUnavailable, JournalSettings, open_catalog
 from hivecat.catalog.glue.defaults import ensure_default_database, glue_client
+from hivecat.catalog.glue.roles import assume_role
 from hivecat.catalog.probes import ProbeResult, glue_failure, probe_glue, probe_sql, probe_thrift
 from hivecat.catalog.schema_version import SchemaState, read_schema_state
-from hivecat.catalog.targets import SqlTarget
+from hivecat.catalog.targets import GlueTarget, SqlTarget
 from hivecat.config import config
-from hivecat.kinds import ANNOTATION_METASTORE_ADDRESS, ANNOTATION_SYNC_NOW
-from hivecat.reconcile.clusterstorage import Backend
-from hivecat.specs.hivecatalog import HiveCatalogSpec
+from hivecat.kinds import ANNOTATION_SYNC_NOW, HIVE_CATALOG
+from hivecat.reconcile.access import NamespacePolicy, check_hive_catalog, judged
+from hivecat.reconcile.clusterstorage import Backend, backends_of
+from hivecat.specs.errors import SpecInvalid
+from hivecat.specs.hivecatalog import HiveCatalogSpec, parse_hive_catalog
+from hivecat.workloads.registry import REGISTRY_KEY, registry_config_map_name
 
 
 def run_asked(body: kopf.Body, memo: kopf.Memo, flag: str) -> bool:
@@ -32,24 +36,62 @@ def run_asked(body: kopf.Body, memo: kopf.Memo, flag: str) -> bool:
     return bool(memo.pop(flag, False))
 
 
+def catalog_backends(namespace: str, name: str, policy: NamespacePolicy,
+                     access: str | None = None) -> tuple[dict[str, Any], tuple[Backend, ...]]:
+    """The HiveCatalog `name` (its body) and the backends a scan or a sync of it reads, as its namespace's policy
+    allows: SpecInvalid("CatalogNotFound" | a policy reason | the spec's). `access`: the ClusterStorage's
+    metastoreAccess; None (a TableReplica): the database when the operator reaches it, an embedded Derby
+    catalog through its metastore's Thrift API. Where the metastore is reached: its Service, or the
+    administrator's override (CatalogPolicy spec.metastoreAddresses), never an address a CR author sets."""
+    body = k8s.get(HIVE_CATALOG.api_version, HIVE_CATALOG.kind, namespace, name)
+    if body is None:
+        raise SpecInvalid("CatalogNotFound", f"HiveCatalog {name} does not exist in namespace {namespace}")
+    catalog = parse_hive_catalog(body, default_image=config().metastore_image)
+    refusal, _ = judged(check_hive_catalog(catalog, policy), policy)
+    if refusal is not None:
+        raise SpecInvalid(refusal.reason, f"HiveCatalog {name}: {refusal.message}")
+    if access is None:
+        access = "Thrift" if catalog.database is not None and catalog.database.dialect == "derby" else "Database"
+    return body, backends_of(catalog, access, policy.metastore_address(name))
+
+
+def registry_text(namespace: str, catalog_body: Mapping[str, Any]) -> str | None:
+    """The catalog's clusters.json as hivecat wrote it (None: not yet); NameTaken when a ConfigMap of the
+    registry's name was not made by hivecat for this catalog (its content is then never trusted)."""
+    name = registry_config_map_name(catalog_body["metadata"]["name"])
+    found = k8s.get("v1", "ConfigMap", namespace, name)
+    if found is None:
+        return None
+    if not k8s.owned_by(found, catalog_body["metadata"]["uid"]):
+        raise k8s.NameTaken("ConfigMap", namespace, name)
+    return (found.get("data") or {}).get(REGISTRY_KEY)
+
+
 def open_backend(namespace: str, backend: Backend) -> Catalog:
     """A catalog backend opened with the HiveCatalog's Secrets (read now, never kept) and the operator's
     journal settings. Raises CatalogUnavailable or k8s.SecretUnavailable."""
     settings = config()
-    password = glue = None
+    password = None
+    glue: tuple[str, ...] | None = None
     if backend.password is not None:
         password = k8s.read_secret(namespace, backend.password.name, backend.password.key).value
     if backend.glue_credentials is not None:
         ref = backend.glue_credentials
         glue = (k8s.read_secret(namespace, ref.name, ref.access_key_id_key).value,
                 k8s.read_secret(namespace, ref.name, ref.secret_access_key_key).value)
+    elif backend.glue_role is not None and isinstance(backend.target, GlueTarget):
+        try:
+            glue = assume_role(backend.glue_role, backend.target.region, namespace)
+        except (BotoCoreError, ClientError) as error:
+            failure = glue_failure(error, f"AWS STS (role {backend.glue_role})")
+            raise CatalogUnavailable(failure.reason, failure.message) from None
     journal = JournalSettings(schema=settings.journal_schema, url=settings.journal_url)
     return open_catalog(backend.target, password=password, journal=journal, glue_credentials=glue)
 
 
 class LivePorts:
-    def __init__(self, owner: kopf.Body, spec: HiveCatalogSpec) -> None:
-        self.owner, self.spec, self.namespace = owner, spec, spec.namespace
+    def __init__(self, owner: kopf.Body, spec: HiveCatalogSpec, policy: NamespacePolicy) -> None:
+        self.owner, self.spec, self.namespace, self.policy = owner, spec, spec.namespace, policy
 
     def read_secret(self, name: str, key: str) -> tuple[str, str]:
         secret = k8s.read_secret(self.namespace, name, key)
@@ -62,27 +104,36 @@ class LivePorts:
         return read_schema_state(target, password)
 
     def probe_thrift(self, spec: HiveCatalogSpec, service: Mapping[str, Any]) -> ProbeResult:
-        # Service DNS resolves only inside the cluster; the annotation says where an operator outside reaches it.
-        address = (self.owner.meta.annotations or {}).get(ANNOTATION_METASTORE_ADDRESS)
-        if address:
-            host, _, port = address.rpartition(":")
-            return probe_thrift(host, int(port))
+        # Service DNS resolves only inside the cluster; the administrator's policy may say where an operator
+        # outside reaches it (never the CR's author: that would point the operator at any host).
+        override = self.policy.metastore_address(spec.name)
+        if override is not None:
+            return probe_thrift(*override)
         return probe_thrift(f"{service['metadata']['name']}.{self.namespace}.svc", spec.metastore.port)
 
-    def _glue(self, credentials: tuple[str, str] | None) -> Any:
+    def _glue(self, credentials: tuple[str, ...] | None) -> Any:
         glue = self.spec.glue
         assert glue is not None
-        access, secret = credentials if credentials else (None, None)
-        return glue_client(glue.region, glue.endpoint, access, secret)
+        access, secret, token = (*credentials, None)[:3] if credentials else (None, None, None)
+        return glue_client(glue.region, glue.endpoint, access, secret, session_token=token)
 
-    def probe_glue(self, spec: HiveCatalogSpec, credentials: tuple[str, str] | None) -> ProbeResult:
+    def probe_glue(self, spec: HiveCatalogSpec, credentials: tuple[str, ...] | None) -> ProbeResult:
         glue = spec.glue
         assert glue is not None
-        keys = ({"aws_access_key_id": credentials[0], "aws_secret_access_key": credentials[1]}
-                if credentials else None)
+        keys = None
+        if credentials:
+            names = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token")
+            keys = dict(zip(names, credentials))
         return probe_glue(keys, glue.region, glue.catalog_id, glue.endpoint)
 
-    def ensure_glue_default(self, spec: HiveCatalogSpec, credentials: tuple[str, str] | None) -> ProbeResult:
+    def assume_role(self, role_arn: str) -> tuple[str, ...] | ProbeResult:
+        assert self.spec.glue is not None
+        try:
+            return assume_role(role_arn, self.spec.glue.region, self.namespace)
+        except (BotoCoreError, ClientError) as error:
+            return glue_failure(error, f"AWS STS (role {role_arn})")
+
+    def ensure_glue_default(self, spec: HiveCatalogSpec, credentials: tuple[str, ...] | None) -> ProbeResult:
         assert spec.glue is not None
         location = spec.glue.default_database_location or spec.metastore.warehouse_dir
         if not location:
@@ -98,7 +149,11 @@ class LivePorts:
         return ProbeResult(True, outcome.kind, outcome.message)
 
     def get(self, api_version: str, kind: str, name: str) -> dict[str, Any] | None:
-        return k8s.get(api_version, kind, self.namespace, name)
+        """The child of that name hivecat made for this catalog; NameTaken when the name is someone else's."""
+        found = k8s.get(api_version, kind, self.namespace, name)
+        if found is not None and not k8s.owned_by(found, self.owner.meta.uid):
+            raise k8s.NameTaken(kind, self.namespace, name)
+        return found
 
     def apply(self, manifest: dict[str, Any]) -> dict[str, Any]:
         manifest.setdefault("metadata", {})["namespace"] = self.namespace
@@ -106,4 +161,8 @@ class LivePorts:
         return k8s.apply(manifest)
 
     def delete(self, api_version: str, kind: str, name: str) -> bool:
-        return k8s.delete(api_version, kind, self.namespace, name)
+        """Delete this catalog's child; an object of that name hivecat did not make is left alone (False)."""
+        try:
+            return k8s.delete(api_version, kind, self.namespace, name, owner=self.owner.meta.uid)
+        except k8s.NameTaken:
+            return False

@@ -4,6 +4,12 @@ Syncs run in the daemon's worker thread, never in the event loop: when the spec 
 `hivecatalog.io/sync-now` annotation changes, every schedule.interval from the last start, and after a failed
 sync with backoff. One daemon per TableReplica runs its secondaries one after the other, so there is one run
 per TableReplica and secondary at a time.
+
+Every pass first asks what the namespace's policy allows: the schedule within its minimums, the catalog's
+backends, and for each cluster its storage and credentials (reconcile.access.cluster_access). A cluster the
+namespace may not use is neither read nor written; the operator reaches every other with that cluster's own
+credentials (replication/routes.py). One table has one TableReplica: a second one is refused, naming the
+first (the older keeps it).
 """
 
 from __future__ import annotations
@@ -12,31 +18,36 @@ import asyncio
 import logging
 import time
 from datetime import datetime, timezone
+from dataclasses import dataclass
 from typing import Any
 
 import kopf
 
-from hivecat import k8s, metrics
+from hivecat import k8s, metrics, reasons
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.connect import CatalogUnavailable
 from hivecat.copy.copier import new_run_id
 from hivecat.copy.errors import CopyInputError
 from hivecat.copy.storage import S3Settings, Storage
 from hivecat.config import config
+from hivecat.handlers.clusterstorage import claim_of
 from hivecat.handlers.copy_launch import JOB, SPARK_APPLICATION, WorkloadLauncher
-from hivecat.handlers.ports import open_backend, run_asked
-from hivecat.kinds import ANNOTATION_METASTORE_ADDRESS, GROUP, HIVE_CATALOG, TABLE_REPLICA, VERSION
+from hivecat.handlers.policy import policy_of
+from hivecat.handlers.ports import catalog_backends, open_backend, registry_text, run_asked
+from hivecat.kinds import GROUP, TABLE_REPLICA, VERSION
+from hivecat.reconcile.access import (ClusterAccess, NamespacePolicy, check_table_replica, cluster_access, judged,
+                                     storage_prefix)
 from hivecat.reconcile.backoff import backoff
-from hivecat.reconcile.clusterstorage import Backend, backends_of
+from hivecat.reconcile.clusterstorage import Backend
 from hivecat.reconcile.conditions import Condition, merge
+from hivecat.reconcile.policy import Violation
 from hivecat.reconcile.registry import ClusterEntry, parse_registry_document
 from hivecat.reconcile.tablereplica import READY, Launcher, SyncOutcome, sync_pass
 from hivecat.replication.bookkeeping import forget
-from hivecat.replication.launch import LocalLauncher
+from hivecat.replication.launch import LocalLauncher, local_environment
+from hivecat.replication.routes import SECRET_KEYS, Credentials, RoutedStorage, cluster_storage
 from hivecat.specs.errors import SpecInvalid
-from hivecat.specs.hivecatalog import parse_hive_catalog
 from hivecat.specs.tablereplica import TableReplicaSpec, parse_table_replica
-from hivecat.workloads.registry import REGISTRY_KEY, registry_config_map_name
 
 TICK = 0.5
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
@@ -70,14 +81,34 @@ def _conditions(body: kopf.Body, conditions: list[Condition]) -> list[dict[str, 
 
 # --- syncs -------------------------------------------------------------------------------------------------
 
+@kopf.index(GROUP, VERSION, TABLE_REPLICA.plural)
+def replicas_by_table(namespace: str, name: str, spec: kopf.Spec, meta: kopf.Meta,
+                      **_: Any) -> dict[tuple[str, str, str, str], tuple[str, str]]:
+    """(namespace, catalog, database, table) → (creationTimestamp, name) of the TableReplicas that keep it."""
+    catalog = (spec.get("catalogRef") or {}).get("name") or ""
+    database, table = str(spec.get("database") or "default").lower(), str(spec.get("table") or "").lower()
+    return {(namespace, catalog, database, table): (meta.get("creationTimestamp") or "", name)}
+
+
+@dataclass(frozen=True)
+class Indexes:
+    """The kopf indexes a pass reads (every handler gets them as keyword arguments)."""
+
+    storages: kopf.Index  # storages_by_catalog
+    policies: kopf.Index  # catalog_policies
+    tables: kopf.Index    # replicas_by_table
+
+
 @kopf.daemon(GROUP, VERSION, TABLE_REPLICA.plural, cancellation_timeout=60)
 async def syncer(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, logger: logging.Logger,
+                 storages_by_catalog: kopf.Index, catalog_policies: kopf.Index, replicas_by_table: kopf.Index,
                  **_: Any) -> None:
+    indexes = Indexes(storages_by_catalog, catalog_policies, replicas_by_table)
     while not stopped:
         await asyncio.sleep(TICK)
         if body.meta.get("deletionTimestamp") or not _due(body, memo):
             continue
-        await asyncio.to_thread(_sync, body, memo, lambda: bool(stopped), logger)
+        await asyncio.to_thread(_sync, body, memo, lambda: bool(stopped), logger, indexes)
 
 
 def _due(body: kopf.Body, memo: kopf.Memo) -> bool:
@@ -105,18 +136,24 @@ def _interval(body: kopf.Body) -> float:
         return float("inf")
 
 
-def _sync(body: kopf.Body, memo: kopf.Memo, stopped: Any, logger: logging.Logger) -> None:
+def _sync(body: kopf.Body, memo: kopf.Memo, stopped: Any, logger: logging.Logger, indexes: Indexes) -> None:
     namespace, name = body.meta.namespace, body.meta.name
     run_id = new_run_id()
+    audit: Condition | None = None
     try:
         spec = parse_table_replica(body)
-        backends, clusters = _resolve(spec)
+        policy = policy_of(namespace, indexes.policies)
+        audit = _admitted(spec, policy, indexes)
+        backends, clusters = _resolve(spec, policy)
     except SpecInvalid as invalid:
         outcome = SyncOutcome(conditions=[Condition.of(READY, False, invalid.reason, invalid.message)],
                               status={"phase": "Pending"}, failed=True)
     else:
         with metrics.timed(TABLE_REPLICA.kind, "sync"):
-            outcome = _pass(body, spec, backends, clusters, run_id, stopped)
+            outcome = _pass(body, spec, backends, clusters, _access(spec, clusters, policy, indexes), run_id,
+                            stopped)
+    if audit is not None:
+        outcome.conditions.append(audit)
     if stopped():
         return  # cancelled with the operator: the next start syncs again (units stay all-or-nothing)
     _record(namespace, name, outcome)
@@ -138,6 +175,24 @@ def _sync(body: kopf.Body, memo: kopf.Memo, stopped: Any, logger: logging.Logger
     logger.info("TableReplica %s/%s sync %s: %s", namespace, name, run_id, status.get("phase"))
 
 
+def _admitted(spec: TableReplicaSpec, policy: NamespacePolicy, indexes: Indexes) -> Condition | None:
+    """SpecInvalid when the pass may not run: a schedule the policy does not allow (under Enforce; Audit only
+    reports it, in the condition returned), or another TableReplica that keeps the same table."""
+    keepers = sorted(indexes.tables.get((spec.namespace, spec.catalog, spec.database, spec.table), ()))
+    if keepers and keepers[0][1] != spec.name:
+        raise SpecInvalid(reasons.TABLE_ALREADY_REPLICATED,
+                          f"{spec.qualified_table} of HiveCatalog {spec.catalog} is kept by TableReplica "
+                          f"{keepers[0][1]}, which was there first: one table has one TableReplica (two would "
+                          "switch its locations against each other); add the secondaries to that one")
+    violation = check_table_replica(spec, policy)
+    refusal, audit = judged(violation, policy)
+    if violation is not None:
+        metrics.record_policy_violation(spec.namespace, TABLE_REPLICA.kind, violation.reason, policy.enforcement)
+    if refusal is not None:
+        raise SpecInvalid(refusal.reason, refusal.message)
+    return audit
+
+
 def _record(namespace: str, name: str, outcome: SyncOutcome) -> None:
     metrics.record_sync(namespace, name, [
         metrics.ReplicaFigures(o.cluster, o.launch.files_copied if o.launch else 0,
@@ -150,62 +205,99 @@ def _record(namespace: str, name: str, outcome: SyncOutcome) -> None:
 
 
 def _pass(body: kopf.Body, spec: TableReplicaSpec, backends: tuple[Backend, ...], clusters: dict[str, ClusterEntry],
-          run_id: str, stopped: Any = lambda: False) -> SyncOutcome:
-    return sync_pass(spec, backends, clusters, LiveReplicaPorts(body, spec.catalog), run_id,
+          access: dict[str, ClusterAccess | Violation], run_id: str, stopped: Any = lambda: False) -> SyncOutcome:
+    return sync_pass(spec, backends, clusters, LiveReplicaPorts(body, spec.catalog, access), run_id,
                      known_primary=(body.get("status") or {}).get("primary"),
-                     journal_configured=config().journal_url is not None, stopped=stopped)
+                     journal_configured=config().journal_url is not None, access=access, stopped=stopped)
 
 
-def _resolve(spec: TableReplicaSpec) -> tuple[tuple[Backend, ...], dict[str, ClusterEntry]]:
+def _resolve(spec: TableReplicaSpec, policy: NamespacePolicy) -> tuple[tuple[Backend, ...], dict[str, ClusterEntry]]:
     """The catalog's backends and its cluster registry; SpecInvalid when the catalog is missing or unusable."""
-    catalog_body = k8s.get(HIVE_CATALOG.api_version, HIVE_CATALOG.kind, spec.namespace, spec.catalog)
-    if catalog_body is None:
-        raise SpecInvalid("CatalogNotFound", f"HiveCatalog {spec.catalog} does not exist in namespace {spec.namespace}")
-    catalog = parse_hive_catalog(catalog_body, default_image=config().metastore_image)
-    address = ((catalog_body.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_METASTORE_ADDRESS)
-    # The metastore database when the operator can reach it; an embedded Derby database only through Thrift.
-    access = "Thrift" if catalog.database is not None and catalog.database.dialect == "derby" else "Database"
-    backends = backends_of(catalog, access, address)
-    registry = k8s.get("v1", "ConfigMap", spec.namespace, registry_config_map_name(spec.catalog))
-    clusters = parse_registry_document(((registry or {}).get("data") or {}).get(REGISTRY_KEY))
+    catalog_body, backends = catalog_backends(spec.namespace, spec.catalog, policy)
+    try:
+        clusters = parse_registry_document(registry_text(spec.namespace, catalog_body))
+    except k8s.NameTaken as taken:
+        raise SpecInvalid(taken.reason, taken.message) from None
     return backends, clusters
 
 
+def _access(spec: TableReplicaSpec, clusters: dict[str, ClusterEntry], policy: NamespacePolicy,
+            indexes: Indexes) -> dict[str, ClusterAccess | Violation]:
+    """How this TableReplica may reach each registered cluster of its catalog (or why it may not)."""
+    bodies = {b["metadata"]["name"]: b for b in indexes.storages.get((spec.namespace, spec.catalog), ())}
+    found: dict[str, ClusterAccess | Violation] = {}
+    for name, entry in clusters.items():
+        body = bodies.get(name)
+        if body is None:
+            found[name] = Violation("ClusterNotRegistered", f"ClusterStorage {name} is not in namespace "
+                                                            f"{spec.namespace} any more")
+            continue
+        secret = ((body.get("spec") or {}).get("credentialsSecretRef") or {}).get("name") or None
+        claim = claim_of(spec.namespace, name, entry.filesystem, indexes.storages, indexes.policies)
+        found[name] = cluster_access(policy, name, entry.filesystem, secret, claim)
+    return found
+
+
 class LiveReplicaPorts:
-    def __init__(self, body: kopf.Body, catalog: str) -> None:
+    def __init__(self, body: kopf.Body, catalog: str, access: dict[str, ClusterAccess | Violation]) -> None:
         self.body, self.catalog, self.namespace = body, catalog, body.meta.namespace
+        self.access = {name: a for name, a in access.items() if isinstance(a, ClusterAccess)}
+        self._storage: RoutedStorage | None = None
+        self._routes: dict[str, Storage] = {}
 
     def open(self, backend: Backend) -> Catalog:
         return open_backend(self.namespace, backend)
 
     def launcher(self, secondary: ClusterEntry) -> Launcher:
         kind = (secondary.compute or {}).get("type", "Local")
-        if kind == "Local":
-            return LocalLauncher(config().state_dir / "copies")
+        if kind == "Local":  # a child process of the operator: only the environment this copy needs
+            self.storage()
+            family = storage_prefix(secondary.filesystem).family
+            return LocalLauncher(config().state_dir / "copies", local_environment(self._route(secondary.name), family))
         workload = SPARK_APPLICATION if kind == "SparkApplication" else JOB
         return WorkloadLauncher(workload, self.body, self.catalog, secondary, self.storage())
 
-    def storage(self) -> Storage:
-        try:
-            return Storage(S3Settings.from_environment())
-        except CopyInputError:  # no usable S3 settings here: file:// and hdfs:// still work
-            return Storage()
+    def storage(self) -> RoutedStorage:
+        """Each cluster this TableReplica may use, with its own credentials (read once per pass)."""
+        if self._storage is None:
+            ambient = _ambient_storage()
+            for name, access in self.access.items():
+                self._routes[name] = cluster_storage(access, ambient, self._credentials)
+            self._storage = RoutedStorage([(self.access[n].filesystem, st) for n, st in self._routes.items()],
+                                          ambient)
+        return self._storage
+
+    def _route(self, cluster: str) -> Storage | None:
+        return self._routes.get(cluster)
+
+    def _credentials(self, secret: str) -> Credentials:
+        return Credentials(k8s.read_secret_keys(self.namespace, secret, SECRET_KEYS))
+
+
+def _ambient_storage() -> Storage:
+    """The operator's own identity and endpoints (used only where cluster_access allowed it)."""
+    try:
+        return Storage(S3Settings.from_environment())
+    except CopyInputError:  # no usable S3 settings here: file:// and hdfs:// still work
+        return Storage()
 
 
 # --- deletion ----------------------------------------------------------------------------------------------
 
 @kopf.on.delete(GROUP, VERSION, TABLE_REPLICA.plural)
 def release(body: kopf.Body, namespace: str, name: str, patch: kopf.Patch, logger: logging.Logger,
+            storages_by_catalog: kopf.Index, catalog_policies: kopf.Index, replicas_by_table: kopf.Index,
             **_: Any) -> None:
     """Held while failed over (the table's locations point at a copy this TableReplica keeps): deletion waits
     until spec.active names the primary again, and the failback (gated, as always) is done here, since the
-    daemon stops with the deletion. Then its bookkeeping leaves the catalog; data and locations stay."""
+    daemon stops with the deletion. Then its bookkeeping leaves the catalog; data and locations stay. A
+    TableReplica refused because another keeps the table touches nothing: the bookkeeping is the other's."""
+    indexes = Indexes(storages_by_catalog, catalog_policies, replicas_by_table)
     try:
         spec = parse_table_replica(body)
-    except SpecInvalid:
-        return  # never synced: nothing recorded
-    try:
-        backends, clusters = _resolve(spec)
+        policy = policy_of(namespace, catalog_policies)
+        _admitted(spec, policy, indexes)
+        backends, clusters = _resolve(spec, policy)
     except SpecInvalid as invalid:
         logger.warning("TableReplica %s/%s: bookkeeping left in place: %s", namespace, name, invalid.message)
         return
@@ -216,7 +308,7 @@ def release(body: kopf.Body, namespace: str, name: str, patch: kopf.Patch, logge
     if not failed_over and not status.get("lastRunId"):
         return  # no sync ever got as far as the catalog: nothing recorded there
     if failed_over:
-        outcome = _pass(body, spec, backends, clusters, new_run_id())
+        outcome = _pass(body, spec, backends, clusters, _access(spec, clusters, policy, indexes), new_run_id())
         metrics.record_relocations(outcome.relocations)
         for type_, reason, message in outcome.events:
             if reason != "Synced":  # a pass for the failback: its sync is not news

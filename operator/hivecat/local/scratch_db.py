@@ -7,6 +7,8 @@ import time
 
 import sqlalchemy as sa
 
+from hivecat.catalog.engines import sql_engine
+
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 
 
@@ -21,8 +23,8 @@ def server_engine(server_url: str) -> sa.Engine:
     """An engine on the server's maintenance database (none on MySQL, `postgres` on PostgreSQL)."""
     url = sa.make_url(server_url)
     if url.get_backend_name() == "postgresql":
-        return sa.create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    return sa.create_engine(url.set(database=None), isolation_level="AUTOCOMMIT")
+        return sql_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    return sql_engine(url.set(database=None), isolation_level="AUTOCOMMIT")
 
 
 def _drop_postgres(conn: sa.Connection, name: str) -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy import BigInteger as Big, Integer, LargeBinary, String
 
+from hivecat.catalog.engines import sql_engine
+
 # (table, [(column, type, nullable)], primary key columns, counter seeded with 1)
 _KEYS = (128, 767)  # identifier and partition-name lengths HMS uses
 _TABLES: list[tuple[str, list[tuple[str, sa.types.TypeEngine, bool]], tuple[str, ...], bool]] = [
@@ -70,7 +72,7 @@ def _metadata(dialect: str) -> tuple[sa.MetaData, list[sa.Table]]:
 
 def create_transaction_tables(url: str) -> bool:
     """Create the missing tables and seed their id counters; True when anything was created."""
-    engine = sa.create_engine(url)
+    engine = sql_engine(url)
     try:
         metadata, counters = _metadata(engine.dialect.name)
         with engine.begin() as conn:

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
 from hivecat.catalog.base import Catalog
-from hivecat.catalog.connect import CatalogUnavailable
+from hivecat.catalog.connect import CatalogUnavailable, first_line
 from hivecat.catalog.drift import DriftRepair, DriftScan, RepairDeferred, repair_drift, scan_drift
 from hivecat.catalog.journal import JournalUnavailable
 from hivecat.catalog.model import RelocationReport
@@ -44,18 +46,20 @@ class Backend:
     target: CatalogTarget
     password: SecretKeyRef | None = None
     glue_credentials: GlueCredentialsRef | None = None
+    glue_role: str | None = None  # spec.glue.roleArn: assumed with the operator's identity (the policy granted it)
     journaled_elsewhere: bool = False  # Glue, Thrift: the journal needs the operator's journal database
 
 
-def backends_of(catalog: HiveCatalogSpec, access: str, metastore_address: str | None) -> tuple[Backend, ...]:
+def backends_of(catalog: HiveCatalogSpec, access: str,
+                metastore_address: tuple[str, int] | None) -> tuple[Backend, ...]:
     """The backends a drift scan reads: pure, from the HiveCatalog's spec. `access` is the ClusterStorage's
-    metastoreAccess (Database | Thrift); `metastore_address` the catalog's host:port override, if any."""
+    metastoreAccess (Database | Thrift); `metastore_address` the administrator's (host, port) override of where
+    the catalog's metastore is reached (CatalogPolicy spec.metastoreAddresses), if any."""
     found: list[Backend] = []
     if catalog.mode in (THRIFT, HYBRID):
         if access == "Thrift":
             if metastore_address:
-                host, _, port = metastore_address.rpartition(":")
-                target: CatalogTarget = ThriftTarget(host, int(port))
+                target: CatalogTarget = ThriftTarget(*metastore_address)
             else:
                 target = ThriftTarget(f"{metastore_name(catalog)}.{catalog.namespace}.svc", catalog.metastore.port)
             found.append(Backend("Metastore", target, journaled_elsewhere=True))
@@ -75,7 +79,8 @@ def backends_of(catalog: HiveCatalogSpec, access: str, metastore_address: str | 
             target = GlueTarget(glue.region, glue.catalog_id, glue.endpoint, functions=glue.functions)
         except InvalidTarget as error:
             raise SpecInvalid("InvalidGlueTarget", f"HiveCatalog {catalog.name}: {error}") from None
-        found.append(Backend("Glue", target, glue_credentials=glue.credentials, journaled_elsewhere=True))
+        found.append(Backend("Glue", target, glue_credentials=glue.credentials, glue_role=glue.role_arn,
+                             journaled_elsewhere=True))
     return tuple(found)
 
 
@@ -97,9 +102,12 @@ class Registration:
     decision: RegistryDecision | None = None
 
 
-def register(catalog: str, members: Sequence[ClusterEntry], ports: StoragePorts) -> RegistryDecision:
-    """Decide the registry of `catalog` from its live members and write it when it changed."""
-    current_text = ports.registry_document(catalog)
+def register(catalog: str, members: Sequence[ClusterEntry], ports: StoragePorts,
+             current_text: str | None = None) -> RegistryDecision:
+    """Decide the registry of `catalog` from its live members and write it when it changed. `current_text`: the
+    document as the caller just read it (else read here)."""
+    if current_text is None:
+        current_text = ports.registry_document(catalog)
     decision = decide_registry(parse_registry_document(current_text), members)
     document = registry_document(decision.entries)
     if document != current_text:
@@ -163,6 +171,12 @@ def scan_pass(spec: ClusterStorageSpec, previous: Sequence[str], backends: Seque
             scans.append(scan)
         except JournalUnavailable as error:  # a repair needs the journal; the message says what to grant
             out.conditions.append(Condition(DRIFTED, "Unknown", error.reason, f"{backend.label}: {error}"))
+            out.phase = "Degraded"
+            return out
+        except SQLAlchemyError as error:  # the catalog's database (or the journal's) stopped answering mid-scan
+            detail = first_line(error.orig) if isinstance(error, DBAPIError) else type(error).__name__
+            out.conditions.append(Condition(DRIFTED, "Unknown", "DatabaseUnreachable",
+                                            f"{backend.label} {backend.target.name}: {detail}"))
             out.phase = "Degraded"
             return out
         except RepairDeferred as deferred:

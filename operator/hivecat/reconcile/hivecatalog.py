@@ -26,7 +26,7 @@ from hivecat.catalog.connect import CatalogUnavailable
 from hivecat.catalog.probes import ProbeResult
 from hivecat.catalog.schema_version import SchemaState
 from hivecat.catalog.targets import SqlTarget
-from hivecat.k8s import SecretUnavailable
+from hivecat.k8s import NameTaken, SecretUnavailable
 from hivecat.reconcile.conditions import FALSE, TRUE, UNKNOWN, Condition
 from hivecat.reconcile.policy import WorkloadPolicy
 from hivecat.reconcile.schema import Init, Ready, Refuse, decide_schema
@@ -44,6 +44,10 @@ SHORT_WAIT = 1.0  # seconds: a Job or a rollout in progress (the re-check daemon
 JOB_BACKOFF_DEFAULT = 6  # batch/v1 Job's spec.backoffLimit when the manifest leaves it out
 
 
+# (access key id, secret access key) from a Secret, or with the session token of an assumed role
+GlueKeys = tuple[str, ...]
+
+
 class Ports(Protocol):
     """What a pass reads and writes. The live implementation is in handlers/; tests bring fakes."""
 
@@ -51,8 +55,10 @@ class Ports(Protocol):
     def probe_sql(self, target: SqlTarget, password: str) -> ProbeResult: ...
     def read_schema(self, target: SqlTarget, password: str) -> SchemaState: ...
     def probe_thrift(self, spec: HiveCatalogSpec, service: Mapping[str, Any]) -> ProbeResult: ...
-    def probe_glue(self, spec: HiveCatalogSpec, credentials: tuple[str, str] | None) -> ProbeResult: ...
-    def ensure_glue_default(self, spec: HiveCatalogSpec, credentials: tuple[str, str] | None) -> ProbeResult: ...
+    def probe_glue(self, spec: HiveCatalogSpec, credentials: GlueKeys | None) -> ProbeResult: ...
+    def ensure_glue_default(self, spec: HiveCatalogSpec, credentials: GlueKeys | None) -> ProbeResult: ...
+    # spec.glue.roleArn's keys, assumed with the operator's identity (the policy granted the role), or why not
+    def assume_role(self, role_arn: str) -> GlueKeys | ProbeResult: ...
     def get(self, api_version: str, kind: str, name: str) -> dict[str, Any] | None: ...
     def apply(self, manifest: dict[str, Any]) -> dict[str, Any]: ...
     def delete(self, api_version: str, kind: str, name: str) -> bool: ...
@@ -120,6 +126,8 @@ class Pass:
             self._run()
         except _Stopped:
             pass
+        except NameTaken as taken:  # an object hivecat needs is someone else's: never taken over
+            self.out.stop(taken.reason, taken.message)
         return self._finish()
 
     def _run(self) -> None:
@@ -210,22 +218,29 @@ class Pass:
         return value, version
 
     # -- Glue ---------------------------------------------------------------------------------------------
-    def _glue_credentials(self) -> tuple[str, str] | None:
+    def _glue_credentials(self) -> GlueKeys | None:
         glue = self.spec.glue
         assert glue is not None  # parse_hive_catalog refuses Glue/Hybrid without it
-        if glue.credentials is None:  # a role (IRSA) or the operator's own credentials
+        if glue.role_arn is not None:  # the policy granted the role (reconcile.access): assumed for this catalog
+            keys = self.ports.assume_role(glue.role_arn)
+            if isinstance(keys, ProbeResult):
+                self._reach["Glue"] = Condition.of(REACHABLE, False, keys.reason, keys.message)
+                self._stop(keys.reason, keys.message, phase="Degraded")
+            self._secrets.extend(keys[1:])
+            return keys
+        if glue.credentials is None:  # the operator's own credentials, where the policy grants them
             return None
         ref = glue.credentials
         return (self._read_secret(ref.name, ref.access_key_id_key)[0],
                 self._read_secret(ref.name, ref.secret_access_key_key)[0])
 
-    def _probe_glue(self, credentials: tuple[str, str] | None) -> None:
+    def _probe_glue(self, credentials: GlueKeys | None) -> None:
         probe = self.ports.probe_glue(self.spec, credentials)
         self._reach["Glue"] = Condition.of(REACHABLE, probe.ok, probe.reason, probe.message)
         if not probe.ok:
             self._stop(probe.reason, probe.message, phase="Degraded")
 
-    def _glue_default(self, credentials: tuple[str, str] | None) -> None:
+    def _glue_default(self, credentials: GlueKeys | None) -> None:
         """The `default` database with a location: created if missing, reported if it has none."""
         default = self.ports.ensure_glue_default(self.spec, credentials)
         if not default.ok:

@@ -14,17 +14,22 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
 from hivecat.catalog.base import Catalog
-from hivecat.catalog.connect import CatalogUnavailable
+from hivecat.catalog.connect import CatalogUnavailable, first_line
 from hivecat.catalog.journal import JournalUnavailable
 from hivecat.catalog.model import RelocationReport
 from hivecat.copy.errors import CopyInputError
+from hivecat.copy.owner import Owner
 from hivecat.copy.plan import CopyPlan
 from hivecat.copy.storage import Storage, parse_uri
 from hivecat.k8s import SecretUnavailable
 from hivecat.locations.partition_filter import FilterError
+from hivecat.reconcile.access import ClusterAccess
 from hivecat.reconcile.clusterstorage import Backend
 from hivecat.reconcile.conditions import Condition
+from hivecat.reconcile.policy import Violation
 from hivecat.reconcile.registry import ClusterEntry
 from hivecat.replication.bookkeeping import bookkeeping, read_only_marks
 from hivecat.replication.failover import (FAILBACK_DIR, Moved, Switch, SwitchRefused, check_switch,
@@ -82,6 +87,12 @@ def resolve_clusters(spec: TableReplicaSpec, clusters: Mapping[str, ClusterEntry
                     tuple(clusters[n] for n in (primary_name, *spec.secondaries)))
 
 
+def owner_of(spec: TableReplicaSpec) -> Owner | None:
+    """Who the copies of this TableReplica belong to (recorded in each copy's manifest). A body without a uid
+    (a pass run outside Kubernetes, e.g. the demo) makes copies without an owner, as `hivecat distcp` does."""
+    return Owner(spec.namespace, spec.name, spec.uid, spec.catalog) if spec.uid else None
+
+
 def copy_targets(resolved: Resolved, current: ClusterEntry) -> tuple[ClusterEntry, ...]:
     """Where a sync copies to from `current` (where the locations point): every named cluster but itself, and
     never the primary while failed over: its directories are the user's originals, never written."""
@@ -129,11 +140,12 @@ def sync_secondary(spec: TableReplicaSpec, catalogs: Sequence[Catalog], source: 
     out.location = on_secondary(table.location if table else None, source, secondary)
     out.units_total = len(planned.plan.units)
     storage = ports.storage()
-    checks = check_units(planned.plan.units, storage, spec.copy.verify)
+    owner = owner_of(spec)
+    checks = check_units(planned.plan.units, storage, spec.copy.verify, owner=owner)
     copyable = [c.unit for c in checks if c.copyable]
     if copyable and not stopped():
-        out.launch = ports.launcher(secondary).run(CopyPlan(tuple(copyable)), spec.copy, stopped)
-        again = {c.unit.id: c for c in check_units(copyable, storage, spec.copy.verify)}
+        out.launch = ports.launcher(secondary).run(CopyPlan(tuple(copyable), owner), spec.copy, stopped)
+        again = {c.unit.id: c for c in check_units(copyable, storage, spec.copy.verify, owner=owner)}
         checks = [again.get(c.unit.id, c) for c in checks]
         out.unverified = sum(not c.in_sync for c in again.values())
     stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -173,7 +185,7 @@ def _housekeep(spec: TableReplicaSpec, catalog: Catalog, planned: ReplicaPlan, s
         except CopyInputError:
             continue  # not a location a copy can be below
     return housekeep(storage, parse_uri(table_copy, "the table's copy"), len(keys), spec.qualified_table, live, now,
-                     spec.housekeeping_delay, run_id)
+                     spec.housekeeping_delay, run_id, owner=owner_of(spec))
 
 
 def _lag(checks: Sequence[UnitCheck], now: datetime) -> float:
@@ -195,19 +207,26 @@ class SyncOutcome:
     relocations: list[RelocationReport] = field(default_factory=list)  # the switch's runs, if any (metrics)
 
 
+Access = Mapping[str, "ClusterAccess | Violation"]
+
+
 def sync_pass(spec: TableReplicaSpec, backends: Sequence[Backend], clusters: Mapping[str, ClusterEntry],
               ports: ReplicaPorts, run_id: str, *, known_primary: str | None = None, journal_configured: bool = True,
-              stopped: Callable[[], bool] = lambda: False,
+              access: Access | None = None, stopped: Callable[[], bool] = lambda: False,
               clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> SyncOutcome:
     """Switch the locations where spec.active asks (gated), then sync from where they point. `known_primary`:
-    status.primary; `journal_configured`: whether Glue/Thrift relocations have a durable journal."""
+    status.primary; `journal_configured`: whether Glue/Thrift relocations have a durable journal; `access`:
+    per cluster, how the namespace may reach it or why it may not (reconcile.access.cluster_access; None: every
+    cluster, as the CLI and the demo run it). A cluster the pass may not use is neither read nor written: the
+    pass stops when it is where the locations point (or must point), and skips it as a secondary."""
     out = SyncOutcome()
     opened: list[Catalog] = []
     try:
         for backend in backends:
             opened.append(ports.open(backend))
         journaled = journal_configured or not any(b.journaled_elsewhere for b in backends)
-        return _sync(spec, opened, clusters, ports, run_id, known_primary, journaled, stopped, clock, out)
+        return _sync(spec, opened, clusters, ports, run_id, known_primary, journaled, stopped, clock, out,
+                     access)
     except (CatalogUnavailable, SecretUnavailable) as error:
         return _not_ready(out, error.reason, error.message, failed=True)
     except SpecInvalid as invalid:
@@ -220,10 +239,13 @@ def sync_pass(spec: TableReplicaSpec, backends: Sequence[Backend], clusters: Map
         return _not_ready(out, error.reason, str(error), failed=True)
     except FilterError as error:  # the filter's grammar depends on the table's key types: known only here
         return _not_ready(out, "InvalidFilter", f"spec.partitions.filter: {error}")
-    except (LookupError, ValueError, OSError) as error:
+    except (LookupError, ValueError, OSError, CopyInputError) as error:
         # e.g. the table dropped between plan and record, a storage that stopped answering: the pass fails
         # with the reason in status and is retried with backoff, never a traceback in the operator's log
         return _not_ready(out, "SyncError", f"{type(error).__name__}: {error}", failed=True)
+    except SQLAlchemyError as error:  # a journal or metastore database that stopped answering mid-pass
+        detail = first_line(error.orig) if isinstance(error, DBAPIError) else type(error).__name__
+        return _not_ready(out, "DatabaseUnreachable", f"a database of the pass failed: {detail}", failed=True)
     finally:
         for catalog in opened:
             close = getattr(catalog, "close", None)
@@ -242,7 +264,8 @@ def _not_ready(out: SyncOutcome, reason: str, message: str, failed: bool = False
 
 def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str, ClusterEntry],
           ports: ReplicaPorts, run_id: str, known_primary: str | None, journaled: bool,
-          stopped: Callable[[], bool], clock: Callable[[], datetime], out: SyncOutcome) -> SyncOutcome:
+          stopped: Callable[[], bool], clock: Callable[[], datetime], out: SyncOutcome,
+          access: Access | None) -> SyncOutcome:
     table = catalogs[0].get_table(spec.database, spec.table)
     if table is None:
         raise SpecInvalid("TableNotFound", f"table {spec.qualified_table} does not exist in the catalog")
@@ -252,6 +275,9 @@ def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str
         raise SpecInvalid("ActiveUnknown", f"the location of {spec.qualified_table} ({table.location}) is on none of "
                                            "the clusters this TableReplica names")
     current = clusters[current_name]
+    _require(access, current.name)
+    if current.name != resolved.active.name:
+        _require(access, resolved.active.name)
     switch_refused = None
     if current.name != resolved.active.name:
         switch = Switch(current, resolved.active, failback=resolved.active.name == resolved.primary.name,
@@ -273,6 +299,10 @@ def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str
     for target in copy_targets(resolved, current):
         if stopped():
             break
+        denied = _denied(access, target.name)
+        if denied is not None:  # the policy narrowed: nothing written there any more, nothing deleted
+            outcomes.append(SecondaryOutcome(target.name, error=f"{denied.reason}: {denied.message}"))
+            continue
         outcome, _ = sync_secondary(spec, catalogs, current, target, ports, clock(), stopped, run_id)
         outcomes.append(outcome)
     out.secondaries = outcomes
@@ -286,12 +316,28 @@ def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str
     return out
 
 
+def _denied(access: Access | None, cluster: str) -> Violation | None:
+    if access is None:
+        return None
+    found = access.get(cluster)
+    if isinstance(found, ClusterAccess):
+        return None
+    return found if found is not None else Violation("ClusterNotRegistered", f"ClusterStorage {cluster} is not "
+                                                                             "registered")
+
+
+def _require(access: Access | None, cluster: str) -> None:
+    denied = _denied(access, cluster)
+    if denied is not None:
+        raise SpecInvalid(denied.reason, denied.message)
+
+
 def _switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: Switch, ports: ReplicaPorts,
             clock: Callable[[], datetime], stopped: Callable[[], bool], out: SyncOutcome) -> None:
     """Check the gate on the first backend; on failback copy the units changed while failed over to new
     directories on the primary and verify them; then relocate on each backend (the same table in every one)."""
     scope = ReplicaScope(spec.database, spec.table, spec.partition_filter, spec.most_recent)
-    plan = check_switch(catalogs[0], scope, switch, ports.storage(), spec.copy.verify)
+    plan = check_switch(catalogs[0], scope, switch, ports.storage(), spec.copy.verify, owner=owner_of(spec))
     if plan.changed:
         _copy_changed(spec, plan.changed, switch, ports, stopped)
     runs = [report for catalog in catalogs for report in relocate_changed(catalog, scope, plan.changed)]
@@ -318,13 +364,15 @@ def _copy_changed(spec: TableReplicaSpec, changed: Sequence[Moved], switch: Swit
     """Copy, then verify from the data; SwitchRefused (nothing relocated) unless every new directory is whole."""
     units = [m.unit for m in changed]
     storage = ports.storage()
-    pending = [c.unit for c in check_units(units, storage, spec.copy.verify) if not c.in_sync]
+    owner = owner_of(spec)
+    pending = [c.unit for c in check_units(units, storage, spec.copy.verify, owner=owner) if not c.in_sync]
     if pending:  # a failback tried before may have copied some already
-        launch = ports.launcher(switch.target).run(CopyPlan(tuple(pending)), spec.copy, stopped)
+        launch = ports.launcher(switch.target).run(CopyPlan(tuple(pending), owner), spec.copy, stopped)
         if launch.outcome == CANCELLED:
             raise SwitchRefused("FailbackCancelled", "the failback's copy was cancelled (the operator stopped); "
                                                      "the next pass resumes it")
-    behind = [f"{c.unit.id}: {c.reason}" for c in check_units(units, storage, spec.copy.verify) if not c.in_sync]
+    behind = [f"{c.unit.id}: {c.reason}" for c in check_units(units, storage, spec.copy.verify, owner=owner)
+              if not c.in_sync]
     if behind:
         raise SwitchRefused("FailbackRefused", f"failback to {switch.target.name} refused, nothing was changed: "
                                                f"{len(behind)} of {len(units)} units changed while failed over are "

@@ -71,6 +71,8 @@ def bookkeeping(cluster: str, refs: Mapping[str, UnitRef], checks: Iterable[Unit
                 continue
             updates.append(UnitParams(ref.values, ref.location, {**wanted, synced_key: now}))
             recorded += 1
+        elif check.adopting:
+            continue  # the keys name the copy being adopted: kept until the next copy records its owner
         elif any(k in current for k in (location_key, synced_key, checksum_key)):
             updates.append(UnitParams(ref.values, ref.location, {}, unit_keys))
             cleared += 1

@@ -30,6 +30,7 @@ from hivecat.copy.storage import Storage, parse_uri
 from hivecat.locations.prefix import rebase
 from hivecat.reconcile.registry import ClusterEntry
 from hivecat.replication.planner import PlanRefused, ReplicaScope, plan_replica
+from hivecat.copy.owner import Owner
 from hivecat.replication.verify import IN_SYNC, NOT_OWNED, SOURCE_MISSING, STALE, check_units
 
 SHOWN = 5
@@ -64,8 +65,10 @@ class SwitchPlan:
     changed: tuple[Moved, ...] = field(default=())  # failback: units that go to new directories
 
 
-def check_switch(catalog: Catalog, scope: ReplicaScope, switch: Switch, storage: Storage, verify: str) -> SwitchPlan:
-    """Refuse (SwitchRefused) unless every unit may move; what moves, and (failback) what must be copied first."""
+def check_switch(catalog: Catalog, scope: ReplicaScope, switch: Switch, storage: Storage, verify: str, *,
+                 owner: Owner | None = None) -> SwitchPlan:
+    """Refuse (SwitchRefused) unless every unit may move; what moves, and (failback) what must be copied first.
+    `owner`: the TableReplica whose copies these are (a copy another owner made is never switched to)."""
     word = "failback" if switch.failback else "failover"
     reason = "FailbackRefused" if switch.failback else "FailoverRefused"
     whole = plan_replica(catalog, ReplicaScope(scope.database, scope.table), switch.source, switch.target)
@@ -78,7 +81,7 @@ def check_switch(catalog: Catalog, scope: ReplicaScope, switch: Switch, storage:
     units: Sequence[Unit] = planned.plan.units
     if switch.failback:  # the copies (with their manifests) are on the source; the originals on the target
         units = [Unit(u.id, u.target, u.source) for u in units]
-    checks = check_units(units, storage, verify)
+    checks = check_units(units, storage, verify, owner=owner)
     if switch.failback:
         changed = [c for c in checks if c.state in CHANGED]
         missing = [f"{c.unit.id}: {c.reason}" for c in checks if c.state != IN_SYNC and c.state not in CHANGED]

@@ -6,13 +6,17 @@ may be all that is left of it: it is marked, and removed once the mark is older 
 What counts as such a copy, on one secondary, below the table's directory there (a copy placed elsewhere is not
 looked for):
 - a directory carrying hivecat's manifest (so hivecat made it) whose unit id is one of this table's partitions;
+- whose manifest names this TableReplica as its owner (copy/owner.py). A copy of the table that another
+  TableReplica owns, or that names no owner, is reported and kept, and never marked;
 - which no unit of the table, in scope or not, has as its location or its copy's location now;
 - and whose files are still exactly those the manifest lists, with their sizes. A copy somebody wrote into
   since is not hivecat's to remove: it is reported and kept.
 
-The mark is a file `_hivecat_dropped.json` inside the copy (its `_` hides it from Hive and Spark). A unit that
-comes back at the same place before the removal is a unit again: the next copy run rewrites the directory
-and the mark goes with the files the source does not have. Removal deletes the data files first and the
+On local disks nothing is listed, marked or removed through a symbolic link (copy/localfs.py).
+
+The mark is a file `_hivecat_dropped.json` inside the copy (its `_` hides it from Hive and Spark), naming the
+owner too. A unit that comes back at the same place before the removal is a unit again: the next copy run
+rewrites the directory and the mark goes with the files the source does not have. Removal deletes the data files first and the
 manifest last, so a removal that stops halfway leaves a copy that is still hivecat's and is finished later.
 """
 
@@ -29,6 +33,7 @@ from pyarrow import fs as pafs
 from hivecat.copy import documents
 from hivecat.copy.listing import list_files
 from hivecat.copy.manifest import MANIFEST_NAME, check_manifest_size
+from hivecat.copy.owner import Owner, owner_seen_by, same_owner
 from hivecat.copy.storage import Location, Storage
 
 MARK_NAME = "_hivecat_dropped.json"
@@ -49,10 +54,12 @@ class HousekeepingReport:
 
 
 def housekeep(storage: Storage, table_copy: Location, depth: int, table_id: str, live: Iterable[Location],
-              now: datetime, delay_seconds: float, run_id: str) -> HousekeepingReport:
+              now: datetime, delay_seconds: float, run_id: str, *, owner: Owner | None = None) -> HousekeepingReport:
     """Mark and remove the copies of gone units below `table_copy` (the table's directory on a secondary), down
     to `depth` levels (the number of partition keys). `live`: every location the table's units have now and
-    their copies' locations on this secondary, which are never touched. `table_id`: db.table."""
+    their copies' locations on this secondary, which are never touched. `table_id`: db.table. `owner`: the
+    TableReplica's; only copies whose manifest names it are marked or removed (None: only copies that name no
+    owner, as a run by hand would take)."""
     report = HousekeepingReport()
     filesystem = storage.filesystem(table_copy)
     protected = list(live)
@@ -66,7 +73,7 @@ def housekeep(storage: Storage, table_copy: Location, depth: int, table_id: str,
         if any(copy.contains(p) or p.contains(copy) for p in protected):
             continue
         try:
-            _tend(filesystem, copy, table_id, now, delay_seconds, run_id, report)
+            _tend(filesystem, copy, table_id, now, delay_seconds, run_id, owner, report)
         except (OSError, documents.DocumentError) as exc:
             report.kept.append(f"{copy.uri}: cannot be checked: {exc}")
     return report
@@ -96,11 +103,17 @@ def _copies_below(filesystem: pafs.FileSystem, root: Location, depth: int, skip:
 
 
 def _tend(filesystem: pafs.FileSystem, copy: Location, table_id: str, now: datetime, delay_seconds: float,
-          run_id: str, report: HousekeepingReport) -> None:
+          run_id: str, owner: Owner | None, report: HousekeepingReport) -> None:
     manifest = _read_manifest(filesystem, copy)
     unit = str(manifest.get("unit_id", ""))
     if not unit.startswith(table_id + "/"):
         return  # another table's copy (or this table's own directory): not this TableReplica's to judge
+    found = Owner.from_dict(manifest["owner"]) if "owner" in manifest else None
+    if not same_owner(found, owner):
+        whose = f"is owned by {owner_seen_by(found, owner)}" if found is not None else "was made without an owner"
+        report.kept.append(f"{copy.uri}: the copy of {unit}, gone from the table, {whose}, not by this "
+                           "TableReplica, so it is neither marked nor removed")
+        return
     files = list_files(filesystem, copy)
     files.pop(MARK_NAME, None)
     recorded = {entry["path"]: entry["size"] for entry in manifest["files"]}
@@ -110,7 +123,7 @@ def _tend(filesystem: pafs.FileSystem, copy: Location, table_id: str, now: datet
         return
     since = _read_mark(filesystem, copy)
     if since is None:
-        _write_mark(filesystem, copy, unit, now, run_id)
+        _write_mark(filesystem, copy, unit, now, run_id, owner)
         report.marked.append(copy.uri)
     elif now - since >= timedelta(seconds=delay_seconds):
         _remove(filesystem, copy, files)
@@ -139,8 +152,10 @@ def _read_mark(filesystem: pafs.FileSystem, copy: Location) -> datetime | None:
     return since.replace(tzinfo=timezone.utc)
 
 
-def _write_mark(filesystem: pafs.FileSystem, copy: Location, unit: str, now: datetime, run_id: str) -> None:
+def _write_mark(filesystem: pafs.FileSystem, copy: Location, unit: str, now: datetime, run_id: str,
+                owner: Owner | None) -> None:
     body = {"since": now.strftime(TIME_FORMAT), "unit": unit, "run": run_id,
+            "owner": owner.to_dict() if owner is not None else None,
             "why": "the unit is gone from the table; hivecat removes this copy once the delay is over"}
     with filesystem.open_output_stream(copy.child(MARK_NAME).path) as stream:
         stream.write(json.dumps(body).encode())

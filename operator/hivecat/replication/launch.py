@@ -3,7 +3,9 @@ the run ended. What a run achieved is never taken from here: the reconciler chec
 afterwards (replication/verify.py). The exit code and the engine's summary only explain a failure.
 
 `Local` runs the command as a child process of the operator (the demo, tests, small tables on file:// and object
-stores). The Kubernetes Job and SparkApplication launchers build their objects in workloads/.
+stores), with only the environment that copy needs (local_environment): never the operator's own journal URL,
+Kubernetes credentials or cloud keys, unless the policy lets this namespace use the operator's identity there.
+The Kubernetes Job and SparkApplication launchers build their objects in workloads/.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from hivecat.copy.plan import CopyPlan
+from hivecat.copy.storage import ENDPOINT_ENVS, HADOOP_USER_ENV, WEBHDFS_ENDPOINTS_ENV, Storage
 from hivecat.specs.tablereplica import CopySettings
 
 SUCCEEDED, FAILED, CANCELLED = "Succeeded", "Failed", "Cancelled"
@@ -50,6 +53,31 @@ def distcp_args(plan: str, copy: CopySettings, *, digest: str | None = None, eng
     if copy.bandwidth_mbps:
         args += ["--bandwidth", str(copy.bandwidth_mbps)]
     return [*args, "--output", "json"]
+
+
+# What a local copy process needs of the operator's environment: how to run (the interpreter, Java for the
+# Spark engine), where storage is (administrator's settings). Credentials are added from the copy's Storage.
+PASSED_ENV: Final = ("PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ", "PYTHONPATH", "JAVA_HOME", "SPARK_HOME",
+                     "SPARK_LOCAL_IP", "PYSPARK_PYTHON", "HADOOP_CONF_DIR", "AWS_REGION", "AWS_DEFAULT_REGION",
+                     *ENDPOINT_ENVS, WEBHDFS_ENDPOINTS_ENV)
+
+
+def local_environment(storage: Storage | None, family: str = "", environ: Mapping[str, str] = os.environ
+                      ) -> dict[str, str]:
+    """The environment of a Local copy to a secondary of storage `family` (s3, hdfs, file): PASSED_ENV from the
+    operator's, plus that secondary's S3 keys or HDFS user from its own Storage (`storage`; None: no
+    credentials), as a copy Job gets the secondary's Secret."""
+    env = {key: environ[key] for key in PASSED_ENV if key in environ}
+    if storage is None:
+        return env
+    s3 = storage.s3
+    if family == "s3" and s3.access_key and s3.secret_key:
+        env.update(AWS_ACCESS_KEY_ID=s3.access_key, AWS_SECRET_ACCESS_KEY=s3.secret_key)
+        if s3.session_token:
+            env["AWS_SESSION_TOKEN"] = s3.session_token
+    if family == "hdfs" and storage.webhdfs.user:
+        env[HADOOP_USER_ENV] = storage.webhdfs.user
+    return env
 
 
 class LocalLauncher:

@@ -19,6 +19,7 @@ from hivecat.copy.plan import CopyPlan, Unit, check_overlaps
 from hivecat.copy.storage import parse_uri
 from hivecat.locations.prefix import rebase
 from hivecat.reconcile.registry import ClusterEntry
+from hivecat.replication.bookkeeping import replica_key
 
 
 class PlanRefused(Exception):
@@ -85,10 +86,18 @@ def plan_replica(catalog: Catalog, scope: ReplicaScope, primary: ClusterEntry,
             outside.append((uid, location))
             continue
         planned.append(Unit(uid, parse_uri(location, f"unit {uid!r}: source"),
-                            parse_uri(target, f"unit {uid!r}: target")))
+                            parse_uri(target, f"unit {uid!r}: target"), adopt=_recorded(parameters, secondary, target)))
         refs[uid] = UnitRef(values, location, dict(parameters))
     check_overlaps(planned)
     return ReplicaPlan(CopyPlan(tuple(planned)), tuple(outside), refs)
+
+
+def _recorded(parameters: Mapping[str, str], secondary: ClusterEntry, target: str) -> str | None:
+    """The fingerprint the catalog's bookkeeping recorded for the copy at `target`, if it names that copy: a copy
+    made before copies had owners is adopted only when it is exactly the one recorded (copy/owner.py)."""
+    if parameters.get(replica_key(secondary.name, "location")) != target:
+        return None
+    return parameters.get(replica_key(secondary.name, "checksum")) or None
 
 
 def _values(partition: PartitionInfo) -> tuple[str, ...]:

@@ -6,19 +6,24 @@ nothing and delete nothing in it.
 The same check runs before a sync (only the units that need it are copied, a no-change sync launches nothing,
 and a target directory hivecat does not own is refused instead of taken over) and after it (only units
 verified now are recorded in the catalog).
+
+Ownership is the copy engine's (copy/owner.py): given the TableReplica's owner, a copy another owner made, or
+one made without an owner that the unit's `adopt` does not name, is NOT_OWNED; an ownerless copy that `adopt`
+names is STALE, and the next copy takes it over. A unit is in sync only when its copy records this owner.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pyarrow import fs as pafs
 
-from hivecat.copy.copier import Copier, CopyOptions, UnitWork
+from hivecat.copy.copier import Copier, CopyOptions, UnitWork, root_refusal
+from hivecat.copy.local_paths import LinkRefused
+from hivecat.copy.manifest import fingerprint
+from hivecat.copy.owner import Owner, foreign_files
 from hivecat.copy.plan import CopyPlan, Unit
 from hivecat.copy.storage import Storage
 from hivecat.copy.summary import FAILED
@@ -36,6 +41,7 @@ class UnitCheck:
     bytes: int = 0             # their bytes
     checksum: str | None = None  # in sync: the fingerprint of the copy's manifest
     oldest_change_ns: int | None = None  # stale: mtime of the oldest source file not yet copied
+    adopting: bool = False     # stale: an ownerless copy the bookkeeping names, taken over by the next copy
 
     @property
     def in_sync(self) -> bool:
@@ -47,13 +53,15 @@ class UnitCheck:
         return self.state == STALE
 
 
-def check_units(units: Iterable[Unit], storage: Storage, verify: str = "size") -> list[UnitCheck]:
+def check_units(units: Iterable[Unit], storage: Storage, verify: str = "size", *,
+                owner: Owner | None = None) -> list[UnitCheck]:
     """One UnitCheck per unit, in plan order. `verify` is the TableReplica's copy.verify: with checksum, both
-    sides' content is read, as the copy engine would."""
+    sides' content is read, as the copy engine would. `owner`: the TableReplica's, as its copy runs get it (None:
+    as a run by hand, which takes ownerless copies as its own and no owned one)."""
     units = list(units)
     if not units:
         return []
-    copier = Copier(CopyPlan(tuple(units)), CopyOptions(verify=verify, dry_run=True, delete=True), storage)
+    copier = Copier(CopyPlan(tuple(units), owner), CopyOptions(verify=verify, dry_run=True, delete=True), storage)
     if all(u.source.scheme == "file" and u.target.scheme == "file" for u in units) and verify == "size":
         # Local listings are system calls under the GIL: threads only add contention (3x slower, measured
         # with benchmarks/replica_sync.py). Remote ones wait on round trips, and checksums read data.
@@ -65,6 +73,8 @@ def check_units(units: Iterable[Unit], storage: Storage, verify: str = "size") -
 def _check(copier: Copier, storage: Storage, index: int, unit: Unit) -> UnitCheck:
     try:
         source_kind = storage.filesystem(unit.source).get_file_info(unit.source.path).type
+    except LinkRefused as exc:  # never followed: the unit is not copied from wherever the link points
+        return UnitCheck(unit, UNREADABLE, root_refusal(unit.source, exc))
     except OSError as exc:
         return UnitCheck(unit, UNREADABLE, f"cannot read the source {unit.source.uri}: {exc}")
     if source_kind != pafs.FileType.Directory:
@@ -72,19 +82,26 @@ def _check(copier: Copier, storage: Storage, index: int, unit: Unit) -> UnitChec
     work = copier.decide(index, unit)
     sizes = [stat.size for stat in work.source_files.values()]
     counts = {"files": len(sizes), "bytes": sum(sizes)}
+    if work.not_owned is not None:
+        return UnitCheck(unit, NOT_OWNED, work.not_owned, **counts)
     if work.result.status == FAILED:
         return UnitCheck(unit, UNREADABLE, work.result.reason or "cannot be checked", **counts)
     if work.manifest is None and work.target_files:
         # Files without hivecat's manifest: somebody else's data (or a copy whose commit never finished on an
-        # object store). hivecat neither trusts nor overwrites it.
-        return UnitCheck(unit, NOT_OWNED, f"{unit.target.uri} holds {len(work.target_files)} files without "
-                                          "hivecat's manifest: not a copy hivecat made, so it is left alone", **counts)
+        # object store); or a copy written to since hivecat made it. hivecat neither trusts nor overwrites it.
+        why = (foreign_files(unit.target.uri, len(work.target_files)) if work.found is None else
+               f"{unit.target.uri} no longer holds the files its manifest lists (written to after hivecat copied "
+               "it), so it is left alone")
+        return UnitCheck(unit, NOT_OWNED, why, **counts)
     if work.needs_commit(delete=True):
-        return UnitCheck(unit, STALE, _stale_reason(work), oldest_change_ns=_oldest_change(work), **counts)
-    return UnitCheck(unit, IN_SYNC, checksum=fingerprint(work), **counts)
+        return UnitCheck(unit, STALE, _stale_reason(work), oldest_change_ns=_oldest_change(work),
+                         adopting=work.adopting, **counts)
+    return UnitCheck(unit, IN_SYNC, checksum=fingerprint(work.manifest or {}), **counts)
 
 
 def _stale_reason(work: UnitWork) -> str:
+    if work.adopting:
+        return "made by an earlier hivecat: adopted by the next copy"
     if work.manifest is None:
         return "not copied yet"
     parts = []
@@ -98,12 +115,3 @@ def _stale_reason(work: UnitWork) -> str:
 def _oldest_change(work: UnitWork) -> int | None:
     changed = [work.source_files[p].mtime_ns for p in work.to_copy]
     return min(changed) if changed else None
-
-
-def fingerprint(work: UnitWork) -> str:
-    """sha256 of what the copy's manifest says of each file (path, size, checksum or source mtime): equal for
-    two copies of the same content; recorded in the catalog as `hivecat.replica.<cluster>.checksum`."""
-    recorded = work.manifest or {}
-    entries = [(path, entry["size"], entry.get("checksum") or entry["source_mtime_ns"])
-               for path, entry in sorted(recorded.items())]
-    return "sha256:" + hashlib.sha256(json.dumps(entries, separators=(",", ":")).encode()).hexdigest()

@@ -27,7 +27,9 @@ REPAIR_MODES: Final = ("Off", "DryRun", "Auto")
 DEFAULT_REPAIR: Final = "DryRun"  # the CRD's default
 METASTORE_ACCESS: Final = ("Database", "Thrift")
 DEFAULT_METASTORE_ACCESS: Final = "Database"
-MIN_SCAN_INTERVAL: Final = 60.0
+# The shortest scan interval the spec itself takes; how often a namespace may scan is the administrator's
+# policy (CatalogPolicy spec.minimums.scanInterval, chart value policy.minimums.scanInterval, 1m by default).
+MIN_SCAN_INTERVAL: Final = 1.0
 MAX_SCAN_INTERVAL: Final = 7 * 24 * 3600.0
 MAX_PREVIOUS: Final = 16  # status.previousFilesystems maxItems
 MAX_ALIASES: Final = 16  # spec.aliases maxItems
@@ -198,16 +200,16 @@ def _aliases(value: Any, filesystem: LocationPrefix) -> list[LocationPrefix]:
 # --- other fields -------------------------------------------------------------------------------------------
 
 def parse_scan_interval(value: Any) -> float:
-    """Seconds of a scan interval such as 30m, 1h, 90s, 45m30s or 1d; SpecInvalid outside 1 minute to 7 days."""
+    """Seconds of a scan interval such as 30m, 1h, 90s, 45m30s or 1d; SpecInvalid outside 1 second to 7 days
+    (the policy's minimum is checked where the policy is known: reconcile.access)."""
     match = _SCAN_INTERVAL.fullmatch(value) if isinstance(value, str) and value else None
     if match is None:
         raise SpecInvalid("InvalidScanInterval", f"spec.scanInterval {str(value)[:40]!r} is not a duration such "
                                                  "as 30m, 1h, 90s or 45m30s (units d, h, m, s, largest first)")
     seconds = float(sum(int(n) * unit for n, unit in zip(match.groups(), _UNIT_SECONDS) if n is not None))
     if not MIN_SCAN_INTERVAL <= seconds <= MAX_SCAN_INTERVAL:
-        raise SpecInvalid("InvalidScanInterval", f"spec.scanInterval {value} is outside 1m to 7d: scans more "
-                                                 "often than once a minute load the metastore for nothing, and "
-                                                 "drift left for more than a week breaks queries for too long")
+        raise SpecInvalid("InvalidScanInterval", f"spec.scanInterval {value} is outside 1s to 7d: drift left for "
+                                                 "more than a week breaks queries for too long")
     return seconds
 
 

@@ -4,6 +4,7 @@ schema having checked it)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,12 +19,22 @@ def mapping(value: Any, where: str) -> Mapping[str, Any]:
     return value
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def opt_str(raw: Mapping[str, Any], field: str, where: str) -> str | None:
+    """An optional string field. Control characters (line breaks, tabs, NUL) are refused in every one: no
+    name, host, URI or filter holds them, and in generated files (hive-site.xml, spark-defaults.conf) or
+    commands they would change what those say."""
     value = raw.get(field)
     if value is None:
         return None
     if not isinstance(value, str):
         raise SpecInvalid("InvalidField", f"{where}.{field} must be a string (quote it in YAML)")
+    found = _CONTROL.search(value)
+    if found is not None:
+        raise SpecInvalid("InvalidField", f"{where}.{field} holds a control character (U+{ord(found.group()):04X}): "
+                                          "remove it")
     return value
 
 

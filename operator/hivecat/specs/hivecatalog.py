@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from hivecat.catalog.hive_site import secret_properties
+from hivecat.catalog.hive_site import control_character, secret_properties
 from hivecat.kinds import ANNOTATION_CONFIRM_MODE_SWITCH
 # The module, not its names: hivecat.reconcile.mode imports SpecInvalid from this package, so whichever of
 # the two is imported first, the other may still be half-initialized here; its names are read at call time.
@@ -165,6 +165,11 @@ def _configurations(items: Any) -> dict[str, dict[str, str]]:
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items()):
             raise SpecInvalid("InvalidField", f"the properties of classification {classification} must be "
                                               "strings; quote numbers and booleans in YAML")
+        if (control := control_character(properties)) is not None:  # the CRD's rule
+            raise SpecInvalid("InvalidField", f"classification {classification}: {control.describe()}; names "
+                                              "and values take no tabs, line breaks or other characters below "
+                                              "U+0020, nor U+007F (they would break hive-site.xml or "
+                                              "spark-defaults.conf)")
         refused = secret_properties(properties)
         if refused:
             raise SpecInvalid("SecretInConfiguration",

@@ -54,6 +54,7 @@ class TableReplicaSpec:
     copy: CopySettings
     suspend: bool
     housekeeping_delay: float = DEFAULT_HOUSEKEEPING_DELAY  # seconds a copy of a gone unit is kept, marked
+    uid: str = ""  # metadata.uid: the owner its copies record (a TableReplica made again is another owner)
 
     @property
     def qualified_table(self) -> str:
@@ -111,6 +112,7 @@ def parse_table_replica(body: Mapping[str, Any]) -> TableReplicaSpec:
         suspend=flag(spec, "suspend", "spec", False),
         housekeeping_delay=DEFAULT_HOUSEKEEPING_DELAY if delay is None
         else parse_duration(delay, "spec.housekeeping.delay", "InvalidField"),
+        uid=str(meta.get("uid") or ""),
     )
 
 

@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from hivecat.catalog.hive_site import hive_site_xml, publishable_properties
+from hivecat.catalog.hive_site import hive_site_xml, publishable_properties, refuse_control_characters
 from hivecat.kinds import COMPONENT
 from hivecat.reconcile.mode import (FACTORY_PROPERTY, GLUE, GLUE_CLIENT_FACTORY, HIVE_SITE, SPARK_DEFAULTS,
                                     SPARK_HIVE_SITE, THRIFT)
@@ -83,8 +83,10 @@ def client_properties(spec: HiveCatalogSpec, endpoint: str | None) -> dict[str, 
 
 def spark_defaults_conf(spark_hive_site: Mapping[str, str], spark_defaults: Mapping[str, str]) -> str:
     """spark-defaults.conf: the spark-defaults properties, then spark.hadoop.<key> for spark-hive-site,
-    which win (they are where the catalog is chosen). Sorted, one `key value` line each."""
+    which win (they are where the catalog is chosen). Sorted, one `key value` line each. ValueError for a
+    control character: a line break would start another property."""
     merged = {**spark_defaults, **{SPARK_HADOOP + k: v for k, v in spark_hive_site.items()}}
+    refuse_control_characters(merged, "spark-defaults.conf")
     return "".join(f"{_escape(key, True)} {_escape(value, False)}\n" for key, value in sorted(merged.items()))
 
 

@@ -1,10 +1,13 @@
 """The Thrift Hive Metastore of a Thrift or Hybrid catalog: its ConfigMap (hive-site.xml), Deployment and
 Service, and the config hash that rolls its pods.
 
-The database password never appears in any object: hive-site.xml has no ConnectionPassword, and the pod
-gets the password from the Secret as the env var HIVECAT_DB_PASSWORD, which the container's shell passes to
-the metastore as `--hiveconf javax.jdo.option.ConnectionPassword=...` at run time. Only processes inside
-the pod can see it (in the metastore's argv); anyone who can read ConfigMaps, Deployments or Pods cannot.
+The database password never appears in any object, nor on any process's command line: the pod gets it from
+the Secret as the env var HIVECAT_DB_PASSWORD, and hive-site.xml sets javax.jdo.option.ConnectionPassword to
+the reference `${env.HIVECAT_DB_PASSWORD}`, which Hadoop's Configuration resolves from the environment when
+the metastore (or schematool, in the schema Job that mounts the same ConfigMap) reads the password
+(MetastoreConf.getPassword -> Configuration.getPassword -> get; `${env.NAME}` since Hadoop 3.0, HADOOP-9642).
+Anyone who can read ConfigMaps, Deployments or Pods sees the reference, never the password, and `ps` or
+/proc/<pid>/cmdline inside the pod show no password either.
 """
 
 from __future__ import annotations
@@ -25,14 +28,17 @@ CONF_DIR: Final = "/etc/hive-conf"  # HIVE_CONF_DIR: the ConfigMap, mounted read
 CONF_VOLUME: Final = "hive-conf"
 HIVE_SITE_KEY: Final = "hive-site.xml"
 PASSWORD_ENV: Final = "HIVECAT_DB_PASSWORD"
+PASSWORD_PROPERTY: Final = "javax.jdo.option.ConnectionPassword"
+# Not a secret: a reference that Hadoop's Configuration substitutes from the container's environment.
+PASSWORD_REFERENCE: Final = f"${{env.{PASSWORD_ENV}}}"
 DERBY_DIR: Final = "/var/lib/hivecat/derby"  # an emptyDir: Derby's data lives and dies with the pod
 DERBY_VOLUME: Final = "derby"
 DERBY_DRIVER: Final = "org.apache.derby.jdbc.EmbeddedDriver"
 
 # Constant scripts: every value from the spec reaches them as an env var, quoted, never spliced into shell
-# text. A shell at all only because it alone can put the password from the environment into an argument.
+# text; the password is not among their arguments (hive-site.xml refers to it). A shell to expand $HIVE_HOME.
 _START: Final = '"$HIVE_HOME/bin/hive" --service metastore'
-SERVER_SCRIPT: Final = f'exec {_START} --hiveconf javax.jdo.option.ConnectionPassword="${PASSWORD_ENV}"'
+SERVER_SCRIPT: Final = f"exec {_START}"
 # Derby sits in the pod's own emptyDir, out of reach of a schema Job, so the pod initializes its schema
 # itself on first start (development only; the data is lost with the pod).
 DERBY_SCRIPT: Final = (f'[ -d {DERBY_DIR}/metastore_db ] || "$HIVE_HOME/bin/schematool" -dbType derby '
@@ -61,7 +67,7 @@ def _database(spec: HiveCatalogSpec) -> DatabaseSpec:
 
 def server_properties(spec: HiveCatalogSpec) -> dict[str, str]:
     """The metastore's hive-site.xml properties: the user's hive-site classification, then what the operator
-    owns (connection, port, schema handling), which wins. No password."""
+    owns (connection, port, schema handling), which wins. The password only as PASSWORD_REFERENCE."""
     db = _database(spec)
     if db.dialect == "derby":
         url, driver = f"jdbc:derby:;databaseName={DERBY_DIR}/metastore_db;create=true", DERBY_DRIVER
@@ -79,11 +85,12 @@ def server_properties(spec: HiveCatalogSpec) -> dict[str, str]:
     }
     if db.user:
         owned["javax.jdo.option.ConnectionUserName"] = db.user
+    if db.password is not None:
+        owned[PASSWORD_PROPERTY] = PASSWORD_REFERENCE
     if spec.metastore.warehouse_dir:
         owned["hive.metastore.warehouse.dir"] = spec.metastore.warehouse_dir
     # A password here would be published in a ConfigMap: none, whatever a hand-made body said.
-    user = {k: v for k, v in spec.configurations.get(HIVE_SITE, {}).items()
-            if k != "javax.jdo.option.ConnectionPassword"}
+    user = {k: v for k, v in spec.configurations.get(HIVE_SITE, {}).items() if k != PASSWORD_PROPERTY}
     return {**user, **owned}
 
 

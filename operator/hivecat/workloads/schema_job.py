@@ -3,8 +3,11 @@
 applies the manifest, and SchemaReady comes from reading VERSION afterwards (hivecat.catalog.schema_version),
 not from the Job's exit.
 
-The password reaches the container only at run time, from the Secret as the env var HIVECAT_DB_PASSWORD;
-the Job object (and the ConfigMap it mounts) never holds it."""
+The password reaches the container only at run time, from the Secret as the env var HIVECAT_DB_PASSWORD, and
+schematool reads it through the mounted hive-site.xml, whose javax.jdo.option.ConnectionPassword is the
+reference `${env.HIVECAT_DB_PASSWORD}` (hivecat.workloads.metastore): without -passWord, schematool asks
+MetastoreConf.getPassword, which Hadoop's Configuration resolves from the environment. The Job object, the
+ConfigMap and every process's command line are free of it."""
 
 from __future__ import annotations
 
@@ -19,16 +22,15 @@ if TYPE_CHECKING:
 
 COMPONENT = "schema"
 CONTAINER = "schematool"
-# CONF_DIR, CONF_VOLUME, PASSWORD_ENV: the metastore's own, so the Job mounts its ConfigMap (hive-site.xml,
-# no password) where the image looks and gets the password as the metastore pod does.
+# CONF_DIR, CONF_VOLUME, PASSWORD_ENV: the metastore's own, so the Job mounts its ConfigMap (hive-site.xml, the
+# password only by reference) where the image looks and gets the password as the metastore pod does.
 BACKOFF_LIMIT = 1               # schematool is not idempotent mid-way; a retry rarely helps, one is enough
 ACTIVE_DEADLINE_SECONDS = 3600  # a large upgrade takes minutes, never an hour
 # schematool's -dbType for each dialect.
 DB_TYPES: dict[str, str] = {"mysql": "mysql", "postgresql": "postgres"}
-# Constant: user-given values reach schematool as "$@", never spliced into shell text. Why a shell at all:
-# only a shell can put the password from the environment into an argument at run time, so the password
-# never appears in the Job object's command (anyone who can read Jobs could read it there).
-SCRIPT = f'exec "$HIVE_HOME/bin/schematool" "$@" -passWord "${PASSWORD_ENV}"'
+# Constant: user-given values reach schematool as "$@", never spliced into shell text. A shell to expand
+# $HIVE_HOME; no -passWord, which would put the password in schematool's argv (visible to `ps` in the pod).
+SCRIPT = 'exec "$HIVE_HOME/bin/schematool" "$@"'
 
 
 def _database(spec: HiveCatalogSpec) -> DatabaseSpec:
@@ -52,7 +54,7 @@ def _action(decision: SchemaDecision) -> Init | Upgrade:
 
 
 def schematool_args(spec: HiveCatalogSpec, decision: SchemaDecision) -> list[str]:
-    """schematool's arguments, without the password (the script adds it at run time)."""
+    """schematool's arguments, without the password (schematool reads it through hive-site.xml)."""
     action = _action(decision)
     database = _database(spec)
     args = ["-dbType", DB_TYPES[database.dialect]]

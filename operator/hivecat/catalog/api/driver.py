@@ -26,12 +26,14 @@ import sqlalchemy as sa
 from hivecat.catalog.api.backend import ApiBackend, WriteRejected
 from hivecat.catalog.api.bounded import run_bounded
 from hivecat.catalog.api.params import ApiParams
+from hivecat.catalog.engines import sql_engine
 from hivecat.catalog.api.objects import (
     DATABASE, FUNCTION, PARTITION, TABLE, ObjectRef, Slot, read_slots, with_slots,
 )
+from hivecat.catalog.connect import first_line
 from hivecat.catalog.journal import (
     APPLIED, CONFLICTED, ENTRY_FAILED, PLANNED, RUNNING, UNDO_CONFLICTED, UNDO_FAILED, UNDOING, UNDONE, Entry,
-    Journal,
+    Journal, JournalUnavailable,
 )
 from hivecat.catalog.model import (
     DatabaseInfo, ObjectKind, PartitionInfo, Refusal, RelocationRefused, RelocationReport, RelocationRequest, Scope,
@@ -91,7 +93,7 @@ class ApiCatalog(ApiParams, JournaledRelocation):
     def __init__(self, backend: ApiBackend, journal_url: str | None = None):
         self.backend = backend
         self.name = backend.name
-        self.engine = sa.create_engine(journal_url or default_journal_url())
+        self.engine = sql_engine(journal_url or default_journal_url())
         self.journal = Journal(self.engine, None)
 
     def close(self) -> None:
@@ -218,7 +220,12 @@ class ApiCatalog(ApiParams, JournaledRelocation):
     # --- the hooks of catalog.run ------------------------------------------------------------------
 
     def _ensure_journal(self) -> None:
-        self.journal.ensure(locks=True)
+        try:
+            self.journal.ensure(locks=True)
+        except sa.exc.OperationalError as exc:  # e.g. a journal database that does not exist: a refusal, said once
+            raise JournalUnavailable(f"the relocation journal's database cannot be used: {first_line(exc.orig)}; "
+                                     "create it (or fix the journal URL) and grant the journal's user rights there"
+                                     ) from None
 
     @contextmanager
     def _run_lock(self) -> Iterator[None]:

@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager, contextmanager
 
 import sqlalchemy as sa
 
+from hivecat.catalog.engines import sql_engine
 from hivecat.catalog.journal import (
     APPLIED, CONFLICTED, PLANNED, UNDO_CONFLICTED, UNDONE, UNDOING, Journal, JournalUnavailable, state_code,
 )
@@ -53,7 +54,7 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
     def __init__(self, url: str | sa.URL, *, journal_schema: str = "hivecat", hive_catalog: str = "hive",
                  hms_schema: str | None = None, engine: sa.Engine | None = None):
         self.url = sa.make_url(url)
-        self.engine = engine or sa.create_engine(self.url, pool_pre_ping=True)
+        self.engine = engine or sql_engine(self.url, pool_pre_ping=True)
         self.hive_catalog = hive_catalog
         if not JOURNAL_NAME.fullmatch(journal_schema):
             raise ValueError(f"the journal database or schema name must be 1-64 letters, digits and _, not "
