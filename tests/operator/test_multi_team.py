@@ -138,11 +138,12 @@ def test_another_teams_copies_are_never_overwritten_and_its_storage_never_taken(
 
 def test_a_metastore_address_annotation_no_longer_points_the_operator_at_another_teams_metastore(
         kubectl: Client, namespace: str, run_operator, second_namespace: str, metastore_db: str,
-        tmp_path: Path) -> None:
+        scratch_mariadb: str, tmp_path: Path) -> None:
     team_b, team_a = namespace, second_namespace
     b_main, a_main = tmp_path / "b-main", tmp_path / "a-main"
     a_main.mkdir()
-    run_operator(f"{team_b},{team_a}", grants=None)
+    # With a journal database, repairs through Thrift are allowed: before, A's repair rewrote B's catalog.
+    run_operator(f"{team_b},{team_a}", env={"HIVECAT_JOURNAL_URL": scratch_mariadb}, grants=None)
     grant(kubectl, team_b, storage=[{"prefix": f"file://{b_main}"}], databases=[{"host": "127.0.0.1"}],
           compute=COMPUTE, minimums=FAST)
     grant(kubectl, team_a, storage=[{"prefix": f"file://{a_main}"}], compute=COMPUTE, minimums=FAST)
@@ -163,12 +164,12 @@ def test_a_metastore_address_annotation_no_longer_points_the_operator_at_another
                                                   .get("conditions") or () if c["type"] == "Drifted"), None),
                          timeout=120)
         assert dump_locations(metastore_db) == b_dump  # (before, the first scan rewrote B's locations)
-        assert drift["status"] == "Unknown" and drift["reason"] == "MetastoreUnreachable", drift
-        assert f"dev-metastore.{team_a}.svc" in drift["message"]  # its own Service, not the annotation's address
         # nothing of B's catalog shows in A's status or Events (A named B's prefix in its spec: only there)
         statuses = json.dumps([i.get("status") for i in kubectl.json("get", "-n", team_a,
                                                                      "hivecatalogs,clusterstorages")["items"]])
         assert str(b_main) not in statuses and "sales.db" not in everything_of(kubectl, team_a)
+        assert drift["status"] == "Unknown" and drift["reason"] == "MetastoreUnreachable", drift
+        assert f"dev-metastore.{team_a}.svc" in drift["message"]  # its own Service, not the annotation's address
 
 
 def test_a_second_table_replica_of_a_table_is_refused_and_the_location_stays(

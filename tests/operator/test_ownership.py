@@ -42,12 +42,14 @@ def lake(moto: MotoServer, name: str = "lake") -> dict:
                               "credentialsSecretRef": {"name": "aws"}, "defaultDatabaseLocation": NEW}}}
 
 
-def versions(kubectl: Client, namespace: str, *names: str) -> dict[str, tuple[str, list]]:
-    found = {}
+def versions(kubectl: Client, namespace: str, *names: str) -> dict[str, tuple[str, list] | None]:
+    """kind/name → (resourceVersion, ownerReferences), None for an object that is gone."""
+    found: dict[str, tuple[str, list] | None] = {}
     for name in names:
         kind, _, object_name = name.partition("/")
         item = get(kubectl, namespace, kind.lower(), object_name)
-        found[name] = (item["metadata"]["resourceVersion"], item["metadata"].get("ownerReferences") or [])
+        found[name] = None if item is None else (item["metadata"]["resourceVersion"],
+                                                 item["metadata"].get("ownerReferences") or [])
     return found
 
 

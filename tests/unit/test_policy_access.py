@@ -154,6 +154,15 @@ def test_cluster_storage_checks() -> None:
     assert fast is not None and fast.reason == reasons.INTERVAL_BELOW_MINIMUM
 
 
+def test_under_audit_cluster_access_reports_and_allows_but_a_claim_still_refuses() -> None:
+    audit = granted(defaults=Defaults(enforcement=AUDIT))  # nothing granted, only reported
+    access = cluster_access(audit, "dr", "s3://team-b/warehouse", None)
+    assert isinstance(access, ClusterAccess) and access.audit is not None
+    assert access.audit.reason == reasons.STORAGE_NOT_ALLOWED
+    claimed = Violation(reasons.STORAGE_CLAIM_CONFLICT, "taken")
+    assert cluster_access(audit, "dr", "s3://team-b/warehouse", None, claimed) is claimed
+
+
 def test_cluster_access_names_the_credentials_or_why_not() -> None:
     access = cluster_access(STORAGE, "dr", "s3://team-a/warehouse", "dr-keys")
     assert isinstance(access, ClusterAccess) and access.credentials_secret == "dr-keys"

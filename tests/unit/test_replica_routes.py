@@ -13,15 +13,13 @@ from hivecat.copy.storage import Location, S3Settings, Storage, WebHdfsSettings,
 from hivecat.reconcile.access import ClusterAccess
 from hivecat.replication.launch import local_environment
 from hivecat.replication.routes import Credentials, RoutedStorage, cluster_storage
-from hivecat.specs.policy import StorageGrant
-from hivecat.locations.prefix import parse_prefix
 
 AMBIENT = Storage(S3Settings("http://s3.example", "eu-west-1", "OPERATOR-KEY", "operator-secret"),
                   WebHdfsSettings((("nn:8020", "http://nn:9870"),), "hive"))
 
 
 def access(cluster: str, filesystem: str, secret: str | None) -> ClusterAccess:
-    return ClusterAccess(cluster, filesystem, StorageGrant(parse_prefix(filesystem)), secret)
+    return ClusterAccess(cluster, filesystem, secret)
 
 
 def secrets(name: str) -> Credentials:

@@ -149,9 +149,10 @@ def _sync(body: kopf.Body, memo: kopf.Memo, stopped: Any, logger: logging.Logger
         outcome = SyncOutcome(conditions=[Condition.of(READY, False, invalid.reason, invalid.message)],
                               status={"phase": "Pending"}, failed=True)
     else:
+        access = _access(spec, clusters, policy, indexes)
+        audit = audit or _audited(access)
         with metrics.timed(TABLE_REPLICA.kind, "sync"):
-            outcome = _pass(body, spec, backends, clusters, _access(spec, clusters, policy, indexes), run_id,
-                            stopped)
+            outcome = _pass(body, spec, backends, clusters, access, run_id, stopped)
     if audit is not None:
         outcome.conditions.append(audit)
     if stopped():
@@ -191,6 +192,15 @@ def _admitted(spec: TableReplicaSpec, policy: NamespacePolicy, indexes: Indexes)
     if refusal is not None:
         raise SpecInvalid(refusal.reason, refusal.message)
     return audit
+
+
+def _audited(access: dict[str, ClusterAccess | Violation]) -> Condition | None:
+    """Under Audit: PolicyCompliant False naming what the policy would refuse of the clusters used."""
+    found = [a.audit for a in access.values() if isinstance(a, ClusterAccess) and a.audit is not None]
+    if not found:
+        return None
+    return Condition.of(reasons.POLICY_COMPLIANT, False, found[0].reason, "would be refused once the policy is "
+                        "enforced: " + "; ".join(v.message for v in found))
 
 
 def _record(namespace: str, name: str, outcome: SyncOutcome) -> None:

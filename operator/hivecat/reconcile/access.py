@@ -281,24 +281,26 @@ def check_table_replica(spec: TableReplicaSpec, policy: NamespacePolicy) -> Viol
 
 @dataclass(frozen=True)
 class ClusterAccess:
-    """How hivecat may reach one cluster for one namespace: under which grant, with whose credentials."""
+    """How hivecat may reach one cluster for one namespace: with whose credentials."""
 
     cluster: str
     filesystem: str
-    grant: StorageGrant
     credentials_secret: str | None  # a Secret of the namespace; None: the operator's own identity (granted)
+    audit: Violation | None = None  # under Audit: what the policy would refuse (reported, not enforced)
 
 
 def cluster_access(policy: NamespacePolicy, cluster: str, filesystem: str, credentials_secret: str | None,
                    claim: Violation | None = None) -> ClusterAccess | Violation:
-    """Whether (and how) a TableReplica of `policy.namespace` may read and write ClusterStorage `cluster`: its
-    filesystem granted, not claimed by another namespace (`claim`: from reconcile.claims), and credentials the
-    namespace's own unless the grant lets the operator use its own there."""
+    """Whether (and how) a TableReplica of `policy.namespace` may read and write ClusterStorage `cluster`: not
+    claimed by another namespace (`claim`: from reconcile.claims; refused whatever the enforcement), its
+    filesystem granted, and credentials the namespace's own unless the grant lets the operator use its own
+    there (under Audit, only reported)."""
+    if claim is not None:
+        return claim
     where = f"ClusterStorage {cluster}: spec.filesystem"
-    violation = (policy.check_storage(filesystem, where) or claim
+    violation = (policy.check_storage(filesystem, where)
                  or policy.check_credentials(filesystem, credentials_secret is not None, where))
-    if violation is not None:
-        return violation
-    grant = policy.storage_grant(filesystem)
-    assert grant is not None  # check_storage found it
-    return ClusterAccess(cluster, filesystem, grant, credentials_secret)
+    refusal, audit = judged(violation, policy)
+    if refusal is not None:
+        return refusal
+    return ClusterAccess(cluster, filesystem, credentials_secret, violation if audit is not None else None)

@@ -41,7 +41,7 @@ def cluster_storage(access: ClusterAccess, ambient: Storage,
     """The Storage that reaches `access`'s cluster: endpoints as the operator is configured (an administrator's
     setting), identity from the namespace's Secret, or the operator's own where the grant allows it."""
     if access.credentials_secret is None:
-        return ambient  # cluster_access allowed it: file:// (no identity) or a grant with ambientCredentials
+        return ambient  # cluster_access allowed it: file:// (no identity), a grant with ambientCredentials, Audit
     found = read_secret(access.credentials_secret).values
     family = storage_prefix(access.filesystem).family
     s3, webhdfs = _endpoints_only(ambient.s3), WebHdfsSettings(ambient.webhdfs.endpoints, None)
