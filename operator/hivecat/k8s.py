@@ -24,6 +24,8 @@ from hivecat.kinds import LABEL_MANAGED_BY, MANAGED_BY
 from hivecat.reasons import NAME_TAKEN
 
 FIELD_MANAGER = "hivecat"
+# Kinds hivecat creates and never changes (a Job's template cannot change; a run is deleted, then made anew).
+CREATED_ONCE = frozenset({"Job", "SparkApplication"})
 
 
 class SecretUnavailable(Exception):
@@ -110,14 +112,19 @@ def apply(manifest: Mapping[str, Any]) -> dict[str, Any]:
         found = get(manifest["apiVersion"], manifest["kind"], namespace, name)
         if found is None:
             try:
-                return resource.create(body=dict(manifest), namespace=namespace,
-                                       field_manager=FIELD_MANAGER).to_dict()
+                # A plain create fails if the name was taken meanwhile. The apply below then takes the fields
+                # over as server-side apply's (a create records them as an update): once, now, so the next
+                # pass's apply of the same manifest changes nothing (no new resourceVersion).
+                found = resource.create(body=dict(manifest), namespace=namespace,
+                                        field_manager=FIELD_MANAGER).to_dict()
             except ApiException as error:
                 if error.status != 409:  # AlreadyExists: created meanwhile, judged below
                     raise
-            found = get(manifest["apiVersion"], manifest["kind"], namespace, name)
+                found = get(manifest["apiVersion"], manifest["kind"], namespace, name)
         if found is None or not owned_by(found, uid):
             raise NameTaken(manifest["kind"], namespace, name)
+        if manifest["kind"] in CREATED_ONCE:
+            return found
         pinned = {**manifest, "metadata": {**meta, "resourceVersion": found["metadata"]["resourceVersion"]}}
         result = resource.server_side_apply(body=pinned, name=name, namespace=namespace,
                                             field_manager=FIELD_MANAGER, force_conflicts=True)

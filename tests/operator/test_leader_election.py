@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import time
+from datetime import datetime
 from pathlib import Path
 
 from kube.clients import Client
@@ -23,6 +24,12 @@ WAITING = "waiting for the leader lease"
 def storage(name: str) -> dict:
     return {"apiVersion": "hivecatalog.io/v1alpha1", "kind": "ClusterStorage", "metadata": {"name": name},
             "spec": {"catalogRef": {"name": "nowhere"}, "filesystem": f"hdfs://{name}.example:8020"}}
+
+
+def lease_time(kubectl: Client, field: str) -> float:
+    """A MicroTime of the Lease's spec, as seconds since the epoch."""
+    value = kubectl.json("get", "lease", "-n", RELEASE_NS, LEASE)["spec"][field]
+    return datetime.strptime(value.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
 
 
 def holder(kubectl: Client) -> str | None:
@@ -47,23 +54,23 @@ def test_one_operator_acts_and_a_standby_takes_over(kubectl: Client, namespace: 
         time.sleep(2)  # the standby has had time to do something, if it were going to
         assert "Starting the watch-stream" not in second.log() and "Handler" not in second.log()
 
-        # SIGKILL: the Lease is not given up; the standby waits out its duration, then takes over.
+        # SIGKILL: the Lease is not given up; the standby waits out its duration, then takes over. Judged from
+        # the Lease's own times (written by the two processes on this machine's clock), never from how long
+        # the test waited: the standby acquired it no sooner than a duration after the last renewal.
         first.process.send_signal(signal.SIGKILL)
         first.process.wait(10)
-        killed = time.monotonic()
-        wait_for("the standby leading", lambda: second.watching(HIVE_CATALOG_RESOURCE), timeout=SECONDS * 5)
-        took = time.monotonic() - killed
-        assert SECONDS - 2.5 <= took <= SECONDS * 4, took  # not before the lease ran out (less the last renewal)
+        last_renewal = lease_time(kubectl, "renewTime")
+        wait_for("the standby leading", lambda: second.watching(HIVE_CATALOG_RESOURCE), timeout=120)
         assert holder(kubectl).startswith("second_")
+        assert lease_time(kubectl, "acquireTime") - last_renewal >= SECONDS - 0.01  # (the times' resolution)
         apply(kubectl, namespace, storage("two"))
         wait_reason(kubectl, namespace, "two", "CatalogNotFound", kind="clusterstorage")
 
         # A normal stop gives the Lease up: the next standby starts at once.
         third.start(lambda: WAITING in third.log())
-        began = time.monotonic()
         assert second.stop() in (0, -15)
-        wait_for("the third leading", lambda: third.watching(HIVE_CATALOG_RESOURCE), timeout=SECONDS * 5)
-        assert time.monotonic() - began < SECONDS + 2
+        assert (holder(kubectl) or "third_").startswith("third_")  # given up (or already taken), not left to expire
+        wait_for("the third leading", lambda: third.watching(HIVE_CATALOG_RESOURCE), timeout=120)
         assert holder(kubectl).startswith("third_")
     except AssertionError:
         for process in (first, second, third):
