@@ -27,7 +27,7 @@ from pathlib import Path
 from hivecat.catalog.model import ParamsOutcome, PartitionInfo, TableInfo, UnitParams
 from hivecat.copy.copier import Copier, CopyOptions
 from hivecat.copy.storage import Storage
-from hivecat.reconcile.registry import ClusterEntry
+from hivecat.replication.registry import ClusterEntry
 from hivecat.reconcile.tablereplica import sync_secondary
 from hivecat.replication.launch import SUCCEEDED, LaunchResult
 from hivecat.replication.planner import ReplicaScope, plan_replica

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from hivecat.durations import duration_seconds
+
 APP_NAME = "hivecat"
 # The metastore image of a HiveCatalog that names none: always allowed, whatever the image allow-list says.
 DEFAULT_METASTORE_IMAGE = "apache/hive:3.1.3"
@@ -94,15 +96,9 @@ def _seconds(text: str, default: float) -> float:
 
 
 def _duration(text: str, default: float) -> float:
-    """Seconds from a Go duration (1m, 1h30m) or a number; anything else falls back to the default."""
-    from hivecat.specs.errors import SpecInvalid
-    from hivecat.specs.tablereplica import parse_duration
-
-    try:
-        return parse_duration(text.strip(), "a minimum") if not text.strip().replace(".", "", 1).isdigit() \
-            else _seconds(text, default)
-    except SpecInvalid:
-        return default
+    """Seconds from a Go duration (1m, 1h30m) or a number, as _seconds bounds them; anything else: the default."""
+    seconds = duration_seconds(text.strip())
+    return _seconds(text if seconds is None else str(seconds), default)
 
 
 def _port(text: str) -> int:

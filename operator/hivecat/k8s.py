@@ -20,21 +20,16 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hivecat.apierrors import NamespaceTerminating, NameTaken, SecretUnavailable
 from hivecat.kinds import LABEL_MANAGED_BY, MANAGED_BY
-from hivecat.reasons import NAME_TAKEN
+
+__all__ = ["NameTaken", "NamespaceTerminating", "SecretUnavailable", "SecretValue", "apply", "delete", "get",
+           "list_all", "list_labelled", "owned_by", "owner_uid", "patch_status", "read_secret", "read_secret_keys",
+           "resource"]
 
 FIELD_MANAGER = "hivecat"
 # Kinds hivecat creates and never changes (a Job's template cannot change; a run is deleted, then made anew).
 CREATED_ONCE = frozenset({"Job", "SparkApplication"})
-
-
-class SecretUnavailable(Exception):
-    """A referenced Secret or key is missing or unreadable; `reason` is a stable condition reason."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -66,23 +61,8 @@ def _not_found(error: Exception) -> bool:
     return getattr(error, "status", None) == 404
 
 
-class NamespaceTerminating(Exception):
-    """The namespace is being deleted: the API server creates nothing new in it (everything there goes)."""
-
-
 def _terminating(error: Exception) -> bool:
     return getattr(error, "status", None) == 403 and "being terminated" in str(getattr(error, "body", "") or "")
-
-
-class NameTaken(Exception):
-    """An object of the name hivecat needs exists, and hivecat did not create it for this owner."""
-
-    reason = NAME_TAKEN
-
-    def __init__(self, kind: str, namespace: str | None, name: str) -> None:
-        self.message = (f"{kind} {namespace}/{name} exists and was not created by hivecat for this resource: hivecat "
-                        "never takes over or deletes an object it did not create; rename or remove that object")
-        super().__init__(self.message)
 
 
 def owner_uid(manifest: Mapping[str, Any]) -> str:

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from hmsclient.genthrift.hive_metastore.ttypes import Database, FieldSchema, Partition
 
 from hivecat.catalog.sql.catalog import SqlCatalog
-from hivecat.reconcile.registry import ClusterEntry, registry_document
+from hivecat.replication.registry import ClusterEntry, registry_document
 from hivecat.replication.bookkeeping import replica_location_key
 from support.hms_tables import hive_table, storage_descriptor
 from support.services import unique_name

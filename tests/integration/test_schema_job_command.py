@@ -29,7 +29,7 @@ from hivecat.catalog.schema_version import SchemaState, SchemaStateUnavailable, 
 from hivecat.catalog.targets import DEFAULT_PORTS, SqlTarget
 from hivecat.local.net import free_port
 from hivecat.local.processes import stop_process_group
-from hivecat.reconcile.schema import Init, Ready, Refuse, Upgrade, decide_schema, schema_version_of
+from hivecat.workloads.schema import Init, Ready, Refuse, Upgrade, decide_schema, schema_version_of
 from hivecat.specs.hivecatalog import DatabaseSpec, HiveCatalogSpec, MetastoreSpec, SecretKeyRef
 from hivecat.workloads.metastore import metastore_config_map, metastore_deployment
 from hivecat.workloads.schema_job import schema_command, schema_job

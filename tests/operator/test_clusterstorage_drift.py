@@ -25,7 +25,7 @@ from hivecat.kinds import ANNOTATION_SYNC_NOW
 from hivecat.local.net import free_port, wait_for_port
 from hivecat.local.processes import stop_process_group
 from hivecat.local.scratch_db import drop_database
-from hivecat.reconcile.schema import Init
+from hivecat.workloads.schema import Init
 from hivecat.specs.hivecatalog import parse_hive_catalog
 from hivecat.workloads.metastore import metastore_config_map
 from hivecat.workloads.schema_job import schema_job

@@ -80,3 +80,53 @@ def test_relative_and_from_imports_are_resolved() -> None:
     imports = set(imported_modules(source, "hivecat.catalog.probe"))
     assert {(1, "hivecat.local"), (2, "hivecat.local.net"), (3, "hivecat.catalog.model"), (5, "kopf.cli")} <= imports
     assert (1, "hivecat.handlers.kinds") in set(imported_modules("from . import kinds", "hivecat.handlers", True))
+
+
+# --- layers -------------------------------------------------------------------------------------------------
+# Each top-level module or package of hivecat, lowest first: a module imports only what is below its own layer
+# (or inside its own package). Domain types live in the lowest package that needs them, so nothing imports
+# upward and no two packages import each other (design.md; issue 27).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("kinds", "reasons", "durations", "jvm"),
+    ("apierrors", "config", "spark"),
+    ("locations",),
+    ("copy", "catalog"),
+    ("specs",),          # frozen models of the CRs, and the mode rules
+    ("replication",),    # the cluster registry, plans, copies, failover: the replication domain
+    ("workloads",),      # pure builders of Kubernetes objects, and the schema decision they carry out
+    ("reconcile",),      # pure decisions of each kind, over all of the above
+    ("k8s", "metrics", "local"),
+    ("leader", "handlers", "commands", "demo"),
+    ("cli",),
+    ("__main__",),
+)
+RANK = {f"hivecat.{name}": rank for rank, names in enumerate(LAYERS) for name in names}
+
+
+def top_level(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def test_every_module_has_a_layer() -> None:
+    tops = {top_level(module_name(p)) for p in PACKAGE_DIR.rglob("*.py")} - {"hivecat"}
+    assert tops == set(RANK), f"give these a layer: {sorted(tops - set(RANK))}; gone: {sorted(set(RANK) - tops)}"
+
+
+def upward_imports() -> list[str]:
+    found = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        module = module_name(path)
+        mine = top_level(module)
+        if mine not in RANK:
+            continue
+        for line, imported in imported_modules(path.read_text(), module, path.name == "__init__.py"):
+            theirs = top_level(imported)
+            if theirs in RANK and theirs != mine and RANK[theirs] >= RANK[mine]:
+                found.append(f"{path.relative_to(PACKAGE_DIR.parent)}:{line}: {mine} imports {imported}")
+    return sorted(set(found))
+
+
+def test_nothing_imports_upward_or_sideways() -> None:
+    """Also no package cycle: every import goes strictly down the layers."""
+    found = upward_imports()
+    assert not found, "imports against the layers (move the shared type down instead):\n" + "\n".join(found)

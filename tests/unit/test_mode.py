@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hivecat.reconcile.mode import (FACTORY_PROPERTY, GLUE_CLIENT_FACTORY, ModeChoice, derive_mode,
+from hivecat.specs.mode import (FACTORY_PROPERTY, GLUE_CLIENT_FACTORY, ModeChoice, derive_mode,
                                     uses_glue_factory)
 from hivecat.specs import SpecInvalid
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from hivecat import reasons
-from hivecat.reconcile.access import (AUDIT, ClusterAccess, Defaults, InvalidPolicy, NamespacePolicy,
+from hivecat.replication.routes import ClusterAccess
+from hivecat.reconcile.access import (AUDIT, Defaults, InvalidPolicy, NamespacePolicy,
                                       check_cluster_storage, check_hive_catalog, check_table_replica, cluster_access,
                                       judged, namespace_policy, needs_labels)
 from hivecat.reconcile.policy import Violation

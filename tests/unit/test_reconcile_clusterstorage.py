@@ -12,10 +12,10 @@ from hivecat.catalog.connect import CatalogUnavailable
 from hivecat.catalog.model import (
     KindCounts, ObjectKind, Refusal, RelocationRefused, RelocationReport, RelocationRequest)
 from hivecat.catalog.targets import GlueTarget, SqlTarget, ThriftTarget
-from hivecat.k8s import SecretUnavailable
+from hivecat.apierrors import SecretUnavailable
 from hivecat.locations.prefix import rebase
 from hivecat.reconcile.clusterstorage import Backend, backends_of, register, registration_of, scan_pass
-from hivecat.reconcile.registry import ClusterEntry, parse_registry_document
+from hivecat.replication.registry import ClusterEntry, parse_registry_document
 from hivecat.specs.clusterstorage import parse_cluster_storage
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.hivecatalog import parse_hive_catalog

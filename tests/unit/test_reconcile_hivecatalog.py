@@ -13,10 +13,10 @@ import pytest
 from hivecat.catalog.connect import CatalogUnavailable
 from hivecat.catalog.probes import ProbeResult
 from hivecat.catalog.schema_version import SchemaState
-from hivecat.k8s import SecretUnavailable
+from hivecat.apierrors import SecretUnavailable
 from hivecat.reconcile.conditions import Condition, merge
 from hivecat.reconcile.hivecatalog import SHORT_WAIT, Outcome, Pass, previous_mode
-from hivecat.reconcile.mode import GLUE_CLIENT_FACTORY
+from hivecat.specs.mode import GLUE_CLIENT_FACTORY
 from hivecat.reconcile.policy import WorkloadPolicy
 from hivecat.specs import HiveCatalogSpec, parse_hive_catalog
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from hivecat.reconcile.registry import (ALIAS_IS_FILESYSTEM, DUPLICATE_FILESYSTEM, FILESYSTEM_OVERLAP,
+from hivecat.replication.registry import (ALIAS_IS_FILESYSTEM, DUPLICATE_FILESYSTEM, FILESYSTEM_OVERLAP,
                                         ClusterEntry, RegistryDecision, Rejection, cluster_entry, decide_registry,
                                         parse_registry_document, registry_document)
 from hivecat.specs.clusterstorage import overlapping, parse_cluster_storage

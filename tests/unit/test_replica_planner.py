@@ -7,7 +7,7 @@ import pytest
 
 from hivecat.catalog.model import PartitionInfo, TableInfo
 from hivecat.copy.plan import plan_from_document
-from hivecat.reconcile.registry import ClusterEntry
+from hivecat.replication.registry import ClusterEntry
 from hivecat.replication.planner import PlanRefused, ReplicaScope, plan_replica, unit_id
 
 PRIMARY = ClusterEntry("main", "s3://lake/warehouse", aliases=("s3a://lake/warehouse",))

@@ -10,9 +10,8 @@ import pytest
 
 from hivecat.copy.errors import CopyInputError
 from hivecat.copy.storage import Location, S3Settings, Storage, WebHdfsSettings, parse_uri
-from hivecat.reconcile.access import ClusterAccess
 from hivecat.replication.launch import local_environment
-from hivecat.replication.routes import Credentials, RoutedStorage, cluster_storage
+from hivecat.replication.routes import ClusterAccess, Credentials, RoutedStorage, cluster_storage
 
 AMBIENT = Storage(S3Settings("http://s3.example", "eu-west-1", "OPERATOR-KEY", "operator-secret"),
                   WebHdfsSettings((("nn:8020", "http://nn:9870"),), "hive"))

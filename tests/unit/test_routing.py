@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hivecat.catalog.model import PartitionInfo, TableInfo
-from hivecat.reconcile.registry import ClusterEntry
+from hivecat.replication.registry import ClusterEntry
 from hivecat.replication.bookkeeping import replica_location_key
 from hivecat.replication.placement import cluster_of, placement_of
 from hivecat.replication.routing import Placement, route

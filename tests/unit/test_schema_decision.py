@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from hivecat.catalog.schema_version import SchemaState
-from hivecat.reconcile.schema import Init, Ready, Refuse, Upgrade, decide_schema, schema_version_of
+from hivecat.workloads.schema import Init, Ready, Refuse, Upgrade, decide_schema, schema_version_of
 from hivecat.workloads.labels import MAX_NAME, catalog_labels
 from hivecat.workloads.metastore import metastore_config_map, metastore_config_map_name
 from hivecat.workloads.schema_job import (CONF_DIR, PASSWORD_ENV, SCRIPT, schema_command, schema_job,

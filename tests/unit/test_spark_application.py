@@ -142,9 +142,9 @@ def test_entry_runs_distcp_in_the_session_adding_the_spark_engine_and_stops_the_
         fake_spark: type[_FakeSession], monkeypatch: pytest.MonkeyPatch, argv: list[str],
         engine_args: list[str]) -> None:
     calls: list[list[str]] = []
-    monkeypatch.setattr("hivecat.cli.main", lambda args: calls.append(list(args)) or 1)
+    monkeypatch.setattr("hivecat.commands.distcp.main", lambda args: calls.append(list(args)) or 1)
     assert spark_copy.main(argv) == 1  # distcp's exit code: the driver fails with the copy
-    assert calls == [["distcp", "--plan", "file:///p.json", *engine_args]]
+    assert calls == [["--plan", "file:///p.json", *engine_args]]
     assert fake_spark.app_name == "hivecat-distcp" and [s.stopped for s in fake_spark.made] == [True]
 
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from hivecat.kinds import ANNOTATION_CONFIRM_MODE_SWITCH
-from hivecat.reconcile.mode import GLUE_CLIENT_FACTORY
+from hivecat.specs.mode import GLUE_CLIENT_FACTORY
 from hivecat.specs import (DatabaseSpec, GlueCredentialsRef, GlueSpec, HiveCatalogSpec, MetastoreSpec,
                            SecretKeyRef, SpecInvalid, parse_hive_catalog)
 from hivecat.specs import hivecatalog as spec_module
@@ -213,11 +213,11 @@ def test_spec_invalid_is_one_class_wherever_it_is_imported_from() -> None:
     assert (error.reason, error.message, str(error)) == ("GlueMissing", "words", "words")
 
 
-@pytest.mark.parametrize("first", ["hivecat.reconcile.mode", "hivecat.specs", "hivecat.specs.hivecatalog",
+@pytest.mark.parametrize("first", ["hivecat.specs.mode", "hivecat.specs", "hivecat.specs.hivecatalog",
                                    "hivecat.workloads.client_config"])
 def test_the_modules_import_in_any_order(first: str) -> None:
-    """reconcile.mode and specs import each other's names: neither order may break."""
+    """specs.mode and the spec parsers import each other's names: neither order may break."""
     code = (f"import {first}; from hivecat.specs import parse_hive_catalog; "
-            "from hivecat.reconcile.mode import derive_mode")
+            "from hivecat.specs.mode import derive_mode")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

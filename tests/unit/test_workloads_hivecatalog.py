@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from hivecat.kinds import ANNOTATION_CONFIG_HASH
-from hivecat.reconcile.mode import GLUE_CLIENT_FACTORY
+from hivecat.specs.mode import GLUE_CLIENT_FACTORY
 from hivecat.specs import HiveCatalogSpec, parse_hive_catalog
 from hivecat.workloads.client_config import client_config_map, spark_defaults_conf
 from hivecat.workloads.discovery import discovery_config_map

@@ -1,5 +1,5 @@
 """Reading which metastore schema a database holds, before and after the schema Job: whether it holds any
-table, and what VERSION.SCHEMA_VERSION says. hivecat.reconcile.schema decides from it; SchemaReady comes from
+table, and what VERSION.SCHEMA_VERSION says. hivecat.workloads.schema decides from it; SchemaReady comes from
 this reading, never from the Job's exit code alone.
 
 MySQL/MariaDB and PostgreSQL schemas both use upper-case table names (PostgreSQL quotes them: "VERSION");

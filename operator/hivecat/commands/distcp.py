@@ -8,6 +8,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 # Only light modules at the top: every `hivecat` command builds this parser. The engine (pyarrow,
@@ -133,6 +134,13 @@ def format_summary(summary: CopySummary) -> str:
         lines.append(f"  {unit.status:<7} {unit.id}  ({unit.files_copied} files, {unit.bytes_copied} bytes)"
                      f"{reason}")
     return "\n".join(lines)
+
+
+def main(argv: Sequence[str]) -> int:
+    """`hivecat distcp ARGV` without the rest of the command line (the copy SparkApplication's driver)."""
+    parser = argparse.ArgumentParser(prog="hivecat")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    return run(parser.parse_args(["distcp", *argv]))
 
 
 def run(args: argparse.Namespace) -> int:

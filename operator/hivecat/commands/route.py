@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hivecat.commands.relocate import (
     EXIT_REFUSED, EXIT_USAGE, UsageError, add_catalog_arguments, catalog_target, open_catalog_from)
-from hivecat.reconcile.registry import ClusterEntry, parse_registry_document
+from hivecat.replication.registry import ClusterEntry, parse_registry_document
 from hivecat.replication.placement import placement_of
 from hivecat.replication.routing import route
 

@@ -21,12 +21,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args += ["--engine", "spark"]
     from pyspark.sql import SparkSession
 
-    from hivecat.cli import main as hivecat_main
+    from hivecat.commands.distcp import main as distcp_main
 
     # The session spark-submit configured (master, executors); the Spark engine finds it as the active one.
     session = SparkSession.builder.appName(APP_NAME).getOrCreate()
     try:
-        return hivecat_main(["distcp", *args])
+        return distcp_main(args)
     finally:
         session.stop()  # executors go now, not when the driver's JVM notices its Python is gone
 

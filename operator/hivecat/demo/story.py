@@ -27,7 +27,7 @@ from hivecat.catalog.targets import ThriftTarget
 from hivecat.copy.copier import new_run_id
 from hivecat.copy.storage import Storage
 from hivecat.reconcile.clusterstorage import Backend, scan_pass
-from hivecat.reconcile.registry import ClusterEntry
+from hivecat.replication.registry import ClusterEntry
 from hivecat.reconcile.tablereplica import SyncOutcome, sync_pass
 from hivecat.replication.launch import LocalLauncher
 from hivecat.replication.placement import placement_of

@@ -39,7 +39,7 @@ from hivecat.reconcile.conditions import Condition, find, merge
 from hivecat.reconcile.backoff import backoff
 from hivecat.reconcile.drift import next_scan_due
 from hivecat.reconcile.policy import Violation
-from hivecat.reconcile.registry import ClusterEntry, cluster_entry, parse_registry_document
+from hivecat.replication.registry import ClusterEntry, cluster_entry, parse_registry_document
 from hivecat.specs.clusterstorage import ClusterStorageSpec, canonical_uri, parse_cluster_storage, previous_filesystems
 from hivecat.specs.errors import SpecInvalid
 from hivecat.workloads.registry import registry_config_map

@@ -27,7 +27,7 @@ from hivecat.copy.plan_store import plan_location, write_plan
 from hivecat.copy.storage import Storage
 from hivecat.kinds import CLUSTER_STORAGE
 from hivecat.reconcile.policy import WorkloadPolicy
-from hivecat.reconcile.registry import ClusterEntry
+from hivecat.replication.registry import ClusterEntry
 from hivecat.replication.launch import CANCELLED, FAILED, SUCCEEDED, LaunchResult
 from hivecat.specs.clusterstorage import ComputeSpec, parse_cluster_storage
 from hivecat.specs.errors import SpecInvalid

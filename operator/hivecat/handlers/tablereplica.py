@@ -35,17 +35,17 @@ from hivecat.handlers.copy_launch import JOB, SPARK_APPLICATION, WorkloadLaunche
 from hivecat.handlers.policy import policy_of
 from hivecat.handlers.ports import catalog_backends, open_backend, registry_text, run_asked
 from hivecat.kinds import GROUP, TABLE_REPLICA, VERSION
-from hivecat.reconcile.access import (ClusterAccess, NamespacePolicy, check_table_replica, cluster_access, judged,
-                                     storage_prefix)
+from hivecat.locations.prefix import storage_prefix
+from hivecat.reconcile.access import NamespacePolicy, check_table_replica, cluster_access, judged
 from hivecat.reconcile.backoff import backoff
 from hivecat.reconcile.clusterstorage import Backend
 from hivecat.reconcile.conditions import Condition, merge
 from hivecat.reconcile.policy import Violation
-from hivecat.reconcile.registry import ClusterEntry, parse_registry_document
+from hivecat.replication.registry import ClusterEntry, parse_registry_document
 from hivecat.reconcile.tablereplica import READY, Launcher, SyncOutcome, sync_pass
 from hivecat.replication.bookkeeping import forget
 from hivecat.replication.launch import LocalLauncher, local_environment
-from hivecat.replication.routes import SECRET_KEYS, Credentials, RoutedStorage, cluster_storage
+from hivecat.replication.routes import SECRET_KEYS, ClusterAccess, Credentials, RoutedStorage, cluster_storage
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.tablereplica import TableReplicaSpec, parse_table_replica
 

@@ -263,6 +263,19 @@ def is_under(location: str, prefix: str | LocationPrefix) -> bool:
     return _match_end(location, parse_prefix(prefix)) is not None
 
 
+def storage_prefix(uri: str | LocationPrefix) -> LocationPrefix:
+    """`uri` as a prefix named by its scheme's family: the storage it is, whichever client spells it (s3a://b
+    and s3://b are one bucket). For questions of storage (who may use it, who claimed it), not of spelling.
+    Raises InvalidLocation."""
+    parsed = parse_prefix(uri)
+    return LocationPrefix(parsed.family, parsed.authority, parsed.path)
+
+
+def holds(outer: LocationPrefix, inner: LocationPrefix) -> bool:
+    """Whether storage prefix `inner` is `outer` or under it (both from storage_prefix)."""
+    return is_under(str(inner), outer)
+
+
 def _replacement(new_prefix: str | LocationPrefix) -> str:
     """The caller's spelling of the new prefix, validated, without its trailing slash."""
     parsed = parse_prefix(new_prefix)

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from hivecat import reasons
-from hivecat.locations.prefix import InvalidLocation, LocationPrefix, is_under, parse_prefix
+from hivecat.locations.prefix import InvalidLocation, holds, parse_prefix, storage_prefix
 from hivecat.reconcile.conditions import Condition
-from hivecat.reconcile import mode as mode_rule
+from hivecat.specs import mode as mode_rule
 from hivecat.reconcile.policy import Violation, WorkloadPolicy
+from hivecat.replication.routes import ClusterAccess
 from hivecat.specs.clusterstorage import ClusterStorageSpec, canonical_uri
 from hivecat.specs.hivecatalog import HiveCatalogSpec
 from hivecat.specs.policy import CatalogPolicySpec, DatabaseGrant, GlueGrant, MetastoreAddress, StorageGrant
@@ -173,18 +174,6 @@ class NamespacePolicy:
         return bad
 
 
-def storage_prefix(uri: str | LocationPrefix) -> LocationPrefix:
-    """`uri` as a prefix named by its scheme's family: the storage it is, whichever client spells it (s3a://b
-    and s3://b are one bucket). Raises InvalidLocation."""
-    parsed = parse_prefix(uri)
-    return LocationPrefix(parsed.family, parsed.authority, parsed.path)
-
-
-def holds(outer: LocationPrefix, inner: LocationPrefix) -> bool:
-    """Whether storage prefix `inner` is `outer` or under it (both from storage_prefix)."""
-    return is_under(str(inner), outer)
-
-
 def namespace_policy(namespace: str, labels: Mapping[str, str] | None,
                      policies: Iterable[CatalogPolicySpec | InvalidPolicy], defaults: Defaults) -> NamespacePolicy:
     """Everything the policies that select `namespace` grant it, on top of the operator's defaults."""
@@ -277,16 +266,6 @@ def check_table_replica(spec: TableReplicaSpec, policy: NamespacePolicy) -> Viol
                                  "spec.schedule.interval")
             or policy.check_minimum("housekeeping delay", spec.housekeeping_delay, policy.min_housekeeping_delay,
                                     "spec.housekeeping.delay"))
-
-
-@dataclass(frozen=True)
-class ClusterAccess:
-    """How hivecat may reach one cluster for one namespace: with whose credentials."""
-
-    cluster: str
-    filesystem: str
-    credentials_secret: str | None  # a Secret of the namespace; None: the operator's own identity (granted)
-    audit: Violation | None = None  # under Audit: what the policy would refuse (reported, not enforced)
 
 
 def cluster_access(policy: NamespacePolicy, cluster: str, filesystem: str, credentials_secret: str | None,

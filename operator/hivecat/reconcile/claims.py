@@ -1,6 +1,6 @@
 """Storage claims across namespaces: a ClusterStorage claims its filesystem for its namespace, and storage one
 namespace claimed cannot be registered by another unless the policy lets both share it. (Within one catalog,
-the registry refuses overlapping clusters itself: reconcile/registry.py.)
+the registry refuses overlapping clusters itself: replication/registry.py.)
 
 Who keeps a contested filesystem, decided from what the API server holds, so every pass decides alike:
 - a claim already registered (its status.filesystem is that filesystem) wins over one that is not;
@@ -18,8 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from hivecat import reasons
-from hivecat.locations.prefix import InvalidLocation
-from hivecat.reconcile.access import holds, storage_prefix
+from hivecat.locations.prefix import InvalidLocation, holds, storage_prefix
 from hivecat.reconcile.policy import Violation
 
 

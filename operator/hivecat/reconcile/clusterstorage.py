@@ -18,16 +18,16 @@ from typing import Any, Protocol
 
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from hivecat.apierrors import SecretUnavailable
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.connect import CatalogUnavailable, first_line
 from hivecat.catalog.drift import DriftRepair, DriftScan, RepairDeferred, repair_drift, scan_drift
 from hivecat.catalog.journal import JournalUnavailable
 from hivecat.catalog.model import RelocationReport
 from hivecat.catalog.targets import CatalogTarget, GlueTarget, InvalidTarget, SqlTarget, ThriftTarget
-from hivecat.k8s import SecretUnavailable
 from hivecat.reconcile.conditions import Condition
 from hivecat.reconcile.drift import drift_sources, drift_status, drifted_condition
-from hivecat.reconcile.registry import (
+from hivecat.replication.registry import (
     ClusterEntry, RegistryDecision, decide_registry, parse_registry_document, registry_document)
 from hivecat.specs.clusterstorage import ClusterStorageSpec
 from hivecat.specs.errors import SpecInvalid

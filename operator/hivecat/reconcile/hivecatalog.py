@@ -1,6 +1,6 @@
 """One reconcile pass of a HiveCatalog: resolve refs → validate → desired state → apply → status.
 
-The decisions are the domain's pure functions (reconcile.mode, reconcile.schema, workloads.*); this module
+The decisions are the domain's pure functions (specs.mode, workloads.schema, workloads.*); this module
 puts them in order and says, for each step, what to read and what to write. It does its I/O through a
 `Ports` object the handler supplies, so every path is unit-testable with a fake and the operator tier runs
 the same code against the real control plane, databases, metastores and Glue.
@@ -22,20 +22,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn, Protocol
 
+from hivecat.apierrors import NameTaken, SecretUnavailable
 from hivecat.catalog.connect import CatalogUnavailable
 from hivecat.catalog.probes import ProbeResult
 from hivecat.catalog.schema_version import SchemaState
 from hivecat.catalog.targets import SqlTarget
-from hivecat.k8s import NameTaken, SecretUnavailable
 from hivecat.reconcile.conditions import FALSE, TRUE, UNKNOWN, Condition
 from hivecat.reconcile.policy import WorkloadPolicy
-from hivecat.reconcile.schema import Init, Ready, Refuse, decide_schema
 from hivecat.specs.hivecatalog import HiveCatalogSpec
 from hivecat.workloads.client_config import client_config_map
 from hivecat.workloads.discovery import discovery_config_map
 from hivecat.workloads.metastore import (
     config_hash, metastore_config_map, metastore_config_map_name, metastore_deployment, metastore_endpoint,
     metastore_name, metastore_service)
+from hivecat.workloads.schema import Init, Ready, Refuse, decide_schema
 from hivecat.workloads.schema_job import schema_job
 
 READY, SCHEMA_READY, REACHABLE, MODE_WARNING = "Ready", "SchemaReady", "BackendReachable", "Warning"

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from hivecat.apierrors import SecretUnavailable
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.connect import CatalogUnavailable, first_line
 from hivecat.catalog.journal import JournalUnavailable
@@ -24,13 +25,10 @@ from hivecat.copy.errors import CopyInputError
 from hivecat.copy.owner import Owner
 from hivecat.copy.plan import CopyPlan
 from hivecat.copy.storage import Storage, parse_uri
-from hivecat.k8s import SecretUnavailable
 from hivecat.locations.partition_filter import FilterError
-from hivecat.reconcile.access import ClusterAccess
 from hivecat.reconcile.clusterstorage import Backend
 from hivecat.reconcile.conditions import Condition
 from hivecat.reconcile.policy import Violation
-from hivecat.reconcile.registry import ClusterEntry
 from hivecat.replication.bookkeeping import bookkeeping, read_only_marks
 from hivecat.replication.failover import (FAILBACK_DIR, Moved, Switch, SwitchRefused, check_switch,
                                          relocate_changed, switch_locations)
@@ -38,6 +36,8 @@ from hivecat.replication.housekeeping import HousekeepingReport, housekeep
 from hivecat.replication.launch import CANCELLED, SUCCEEDED, LaunchResult
 from hivecat.replication.placement import cluster_of
 from hivecat.replication.planner import PlanRefused, ReplicaPlan, ReplicaScope, on_secondary, plan_replica
+from hivecat.replication.registry import ClusterEntry
+from hivecat.replication.routes import ClusterAccess
 from hivecat.replication.verify import NOT_OWNED, SOURCE_MISSING, UNREADABLE, UnitCheck, check_units
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.tablereplica import CopySettings, TableReplicaSpec

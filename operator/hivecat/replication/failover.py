@@ -28,7 +28,7 @@ from hivecat.catalog.model import RelocationRefused, RelocationReport, Relocatio
 from hivecat.copy.plan import Unit, check_overlaps
 from hivecat.copy.storage import Storage, parse_uri
 from hivecat.locations.prefix import rebase
-from hivecat.reconcile.registry import ClusterEntry
+from hivecat.replication.registry import ClusterEntry
 from hivecat.replication.planner import PlanRefused, ReplicaScope, plan_replica
 from hivecat.copy.owner import Owner
 from hivecat.replication.verify import IN_SYNC, NOT_OWNED, SOURCE_MISSING, STALE, check_units

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.model import TableInfo
 from hivecat.locations.prefix import InvalidLocation, is_under
-from hivecat.reconcile.registry import ClusterEntry
+from hivecat.replication.registry import ClusterEntry
 from hivecat.replication.bookkeeping import replica_location_key
 from hivecat.replication.routing import Placement
 

@@ -18,7 +18,7 @@ from hivecat.catalog.model import PartitionInfo
 from hivecat.copy.plan import CopyPlan, Unit, check_overlaps
 from hivecat.copy.storage import parse_uri
 from hivecat.locations.prefix import rebase
-from hivecat.reconcile.registry import ClusterEntry
+from hivecat.replication.registry import ClusterEntry
 from hivecat.replication.bookkeeping import replica_key
 
 

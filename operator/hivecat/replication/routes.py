@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from hivecat.copy.errors import CopyInputError
 from hivecat.copy.storage import HADOOP_USER_ENV, Location, S3Settings, Storage, WebHdfsSettings
-from hivecat.locations.prefix import LocationPrefix
-from hivecat.reconcile.access import ClusterAccess, holds, storage_prefix
+from hivecat.locations.prefix import LocationPrefix, holds, storage_prefix
 
 if TYPE_CHECKING:
     from pyarrow import fs as pafs
@@ -24,6 +23,17 @@ if TYPE_CHECKING:
 # Keys a ClusterStorage's credentials Secret may hold (its CRD documents them).
 ACCESS_KEY, SECRET_KEY, SESSION_TOKEN = "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"
 SECRET_KEYS: Final = (ACCESS_KEY, SECRET_KEY, SESSION_TOKEN, HADOOP_USER_ENV)
+
+
+@dataclass(frozen=True)
+class ClusterAccess:
+    """How hivecat may reach one cluster for one namespace (reconcile.access.cluster_access decides): with whose
+    credentials."""
+
+    cluster: str
+    filesystem: str
+    credentials_secret: str | None  # a Secret of the namespace; None: the operator's own identity (granted)
+    audit: Any = None  # under Audit: the Violation the policy would refuse it for (reported, not enforced)
 
 
 @dataclass(frozen=True)

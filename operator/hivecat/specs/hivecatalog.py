@@ -12,9 +12,9 @@ from typing import Any, Final
 
 from hivecat.catalog.hive_site import control_character, secret_properties
 from hivecat.kinds import ANNOTATION_CONFIRM_MODE_SWITCH
-# The module, not its names: hivecat.reconcile.mode imports SpecInvalid from this package, so whichever of
+# The module, not its names: hivecat.specs.mode imports SpecInvalid from this package, so whichever of
 # the two is imported first, the other may still be half-initialized here; its names are read at call time.
-from hivecat.reconcile import mode as mode_rule
+from hivecat.specs import mode as mode_rule
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.fields import flag, mapping, opt_str, whole
 
@@ -97,7 +97,7 @@ class HiveCatalogSpec:
     generation: int
     suspend: bool
     explicit_mode: str | None  # spec.mode as written
-    mode: str  # effective: Thrift | Glue | Hybrid (hivecat.reconcile.mode)
+    mode: str  # effective: Thrift | Glue | Hybrid (hivecat.specs.mode)
     spark_side_completed: bool  # Glue from hive-site alone: the operator added the Spark side
     configurations: Mapping[str, Mapping[str, str]]  # classification → properties (copies)
     metastore: MetastoreSpec

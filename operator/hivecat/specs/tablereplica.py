@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from hivecat.durations import duration_seconds
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.fields import choice, flag, mapping, opt_str, whole
 
@@ -24,10 +25,6 @@ VERIFY_MODES: Final = ("size", "checksum")
 ENGINES: Final = ("auto", "spark", "local")
 _NAME: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _IDENTIFIER: Final = re.compile(r"[A-Za-z0-9_]{1,128}")
-# The CRD's pattern: Go durations without sign or µs/ns, e.g. 15m, 1h30m, 2.5h, 500ms.
-_DURATION: Final = re.compile(r"(?:[0-9]+(?:\.[0-9]+)?(?:ms|s|m|h))+")
-_DURATION_PART: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)")
-_UNIT_SECONDS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 @dataclass(frozen=True)
@@ -118,10 +115,10 @@ def parse_table_replica(body: Mapping[str, Any]) -> TableReplicaSpec:
 
 def parse_duration(value: Any, where: str, reason: str = "InvalidSchedule") -> float:
     """Seconds of a Go-style duration such as 15m, 1h30m or 90s, within MIN_INTERVAL..MAX_INTERVAL."""
-    if not isinstance(value, str) or not _DURATION.fullmatch(value):
+    seconds = duration_seconds(value) if isinstance(value, str) else None
+    if seconds is None:
         raise SpecInvalid(reason, f"{where} {str(value)[:40]!r} is not a duration such as 15m, 1h30m "
                                              "or 90s")
-    seconds = sum(float(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION_PART.findall(value))
     if not MIN_INTERVAL <= seconds <= MAX_INTERVAL:
         raise SpecInvalid(reason, f"{where} {value} is outside 1s to 30 days (720h)")
     return seconds

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from hivecat.catalog.hive_site import hive_site_xml, publishable_properties, refuse_control_characters
 from hivecat.kinds import COMPONENT
-from hivecat.reconcile.mode import (FACTORY_PROPERTY, GLUE, GLUE_CLIENT_FACTORY, HIVE_SITE, SPARK_DEFAULTS,
+from hivecat.specs.mode import (FACTORY_PROPERTY, GLUE, GLUE_CLIENT_FACTORY, HIVE_SITE, SPARK_DEFAULTS,
                                     SPARK_HIVE_SITE, THRIFT)
 from hivecat.specs.hivecatalog import HiveCatalogSpec
 from hivecat.workloads.labels import CLIENT, catalog_labels, object_name

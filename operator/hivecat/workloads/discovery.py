@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from hivecat.kinds import COMPONENT
-from hivecat.reconcile.mode import GLUE, THRIFT
+from hivecat.specs.mode import GLUE, THRIFT
 from hivecat.specs.hivecatalog import HiveCatalogSpec
 from hivecat.workloads.labels import catalog_labels, object_name
 from hivecat.workloads.metastore import metastore_endpoint

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from hivecat.catalog.hive_site import hive_site_xml, mariadb_jdbc, postgresql_jdbc
 from hivecat.kinds import ANNOTATION_CONFIG_HASH, COMPONENT
-from hivecat.reconcile.mode import HIVE_SITE
+from hivecat.specs.mode import HIVE_SITE
 from hivecat.specs.hivecatalog import DatabaseSpec, HiveCatalogSpec
 from hivecat.workloads.labels import METASTORE, METASTORE_CONFIG, catalog_labels, object_name
 

@@ -1,4 +1,4 @@
-"""ConfigMap <catalog>-clusters: the cluster registry of a catalog (clusters.json, reconcile/registry.py).
+"""ConfigMap <catalog>-clusters: the cluster registry of a catalog (clusters.json, replication/registry.py).
 
 Written only by the ClusterStorage reconciler, so no two reconcilers fight over one object; owned by the
 HiveCatalog (the handler adopts it), so it goes with the catalog. Clients mount it beside the client
@@ -20,7 +20,7 @@ def registry_config_map_name(catalog: str) -> str:
 
 
 def registry_config_map(catalog: str, namespace: str, document: str) -> dict[str, Any]:
-    """`document`: reconcile.registry.registry_document(), kept byte for byte."""
+    """`document`: replication.registry.registry_document(), kept byte for byte."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -1,5 +1,5 @@
 """The Job that runs the metastore image's own schematool: -initSchema on an empty database, or
--upgradeSchemaFrom the version the operator read. Pure: hivecat.reconcile.schema decides, the handler
+-upgradeSchemaFrom the version the operator read. Pure: hivecat.workloads.schema decides, the handler
 applies the manifest, and SchemaReady comes from reading VERSION afterwards (hivecat.catalog.schema_version),
 not from the Job's exit.
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hivecat.reconcile.schema import Init, SchemaDecision, Upgrade
+from hivecat.workloads.schema import Init, SchemaDecision, Upgrade
 from hivecat.workloads.labels import catalog_labels, object_name
 from hivecat.workloads.metastore import CONF_DIR, CONF_VOLUME, PASSWORD_ENV, metastore_config_map_name
 
