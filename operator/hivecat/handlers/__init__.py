@@ -9,15 +9,17 @@ import kopf
 
 from hivecat import metrics
 from hivecat.config import config
-from hivecat.kinds import FINALIZER, GROUP
+from hivecat.handlers import storage
+from hivecat.kinds import FINALIZER, GROUP, KINDS, VERSION
 
 
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: object) -> None:
-    # Our own names for kopf's bookkeeping, so `kubectl get -o yaml` shows whose they are.
+    # Our own names for kopf's bookkeeping, so `kubectl get -o yaml` shows whose they are; kopf's state under
+    # a prefix apart from hivecat's annotations, so that a change of those is an update (handlers/storage.py).
     settings.persistence.finalizer = FINALIZER
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
+    settings.persistence.progress_storage = storage.progress_storage()
+    settings.persistence.diffbase_storage = storage.DiffBaseStorage()
     # Only warnings and errors become Kubernetes Events by themselves: the handlers post their own Normal
     # Events (created, upgraded, switched) where something happened, not one per handler run.
     settings.posting.level = logging.WARNING
@@ -30,6 +32,16 @@ def configure(settings: kopf.OperatorSettings, **_: object) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     if config().metrics_port:
         metrics.serve(config().metrics_port)
+
+
+def migrate_state(type: str, body: kopf.Body, patch: kopf.Patch, logger: logging.Logger, **_: object) -> None:
+    """On an object's first event, move kopf's state from the previous release's annotations."""
+    if type != "DELETED" and storage.migrate(body, patch):
+        logger.info("kopf's state moved from %s/ to %s/", storage.LEGACY_PREFIX, storage.PREFIX)
+
+
+for _kind in KINDS:
+    kopf.on.event(GROUP, VERSION, _kind.plural)(migrate_state)
 
 
 from hivecat.handlers import policy  # noqa: E402,F401  (registers the CatalogPolicy index and status)

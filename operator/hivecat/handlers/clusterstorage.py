@@ -31,7 +31,7 @@ from hivecat.catalog.base import Catalog
 from hivecat.config import config
 from hivecat.kinds import CLUSTER_STORAGE, GROUP, HIVE_CATALOG, TABLE_REPLICA, VERSION
 from hivecat.handlers.policy import policy_of
-from hivecat.handlers.ports import catalog_backends, open_backend, registry_text, run_asked
+from hivecat.handlers.ports import catalog_backends, open_backend, registry_text
 from hivecat.reconcile.access import NamespacePolicy, check_cluster_storage, judged
 from hivecat.reconcile.claims import Claim, claim_conflict
 from hivecat.reconcile.clusterstorage import DRIFTED, READY, Backend, register, registration_of, scan_pass
@@ -251,7 +251,7 @@ def reconcile(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, storages_by_c
         patch.status.update(_registration(body, storages_by_catalog, catalog_policies))
     except k8s.NamespaceTerminating:
         return  # it goes with its namespace
-    memo["scan_now"] = True  # a spec change (or a restart) is worth a fresh scan
+    memo["scan_now"] = True  # a new spec, a sync-now annotation (or a restart) asks for a fresh scan
     memo["registered_members"] = fingerprint
 
 
@@ -332,7 +332,7 @@ def _scan_due(body: kopf.Body, memo: kopf.Memo) -> bool:
         return False
     if status.get("observedGeneration") != body.meta.get("generation"):
         return False  # the event handler has not taken the spec yet
-    if run_asked(body, memo, "scan_now"):
+    if memo.pop("scan_now", False):
         return True
     if time.time() >= memo.get("retry_at", float("inf")):
         memo.pop("retry_at")

@@ -1,9 +1,9 @@
 """HiveCatalog handlers: parse the spec, run one reconcile pass (reconcile/hivecatalog.py), patch status.
 
-Three ways in, one pass: the resource's create/update/resume events, and a daemon that re-checks the
-backends (`HIVECAT_RECHECK_SECONDS`), comes back sooner while a schema Job or rollout is in progress, and runs
-a pass at once when the confirm-mode-switch annotation (kopf does not see it) or what the CatalogPolicies
-grant the namespace changes. A per-catalog lock keeps the daemon and the event handlers from running passes
+Three ways in, one pass: the resource's create/update/resume events (a new spec, or the confirm-mode-switch
+annotation), and a daemon that re-checks the backends (`HIVECAT_RECHECK_SECONDS`), comes back sooner while a
+schema Job or rollout is in progress, and runs a pass at once when what the CatalogPolicies grant the namespace
+changes. A per-catalog lock keeps the daemon and the event handlers from running passes
 side by side.
 
 Before anything is read or written, the catalog is checked against its namespace's policy (the metastore
@@ -23,7 +23,7 @@ import kopf
 
 from hivecat import k8s, metrics
 from hivecat.config import config
-from hivecat.kinds import ANNOTATION_CONFIRM_MODE_SWITCH, CLUSTER_STORAGE, GROUP, HIVE_CATALOG, TABLE_REPLICA, VERSION
+from hivecat.kinds import CLUSTER_STORAGE, GROUP, HIVE_CATALOG, TABLE_REPLICA, VERSION
 from hivecat.handlers.policy import policy_of
 from hivecat.handlers.ports import LivePorts
 from hivecat.reconcile.access import check_hive_catalog, judged
@@ -39,7 +39,6 @@ def _pass(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, logger: logging.L
           policies: kopf.Index) -> None:
     lock = memo.setdefault("lock", threading.Lock())
     with lock:
-        memo["annotations_seen"] = _watched(body)  # this pass sees them as they are
         settings = config()
         status = dict(body.get("status") or {})
         policy = memo["policy_seen"] = policy_of(body.meta.namespace, policies)
@@ -105,27 +104,6 @@ def _write_status(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], ou
     patch.status["conditions"] = merge(status.get("conditions"), outcome.conditions, generation=generation)
 
 
-# kopf leaves every `hivecatalog.io/...` annotation out of the essence it diffs: its progress storage uses that
-# prefix (handlers/__init__.py) and clears the prefix's annotations from the essence, field handlers included.
-# So a change of one of ours alone (the mode-switch confirmation) is no update for kopf, and the pass it calls
-# for would wait for the next re-check. The daemon watches them on kopf's live body: when only such an
-# annotation changed (the spec was handled: observedGeneration is current), a pass is due now. When the spec
-# changed too, `reconcile` runs anyway, with the annotations as they are.
-WATCHED_ANNOTATIONS = (ANNOTATION_CONFIRM_MODE_SWITCH,)
-
-
-def _watched(body: kopf.Body) -> tuple[str | None, ...]:
-    annotations = body.meta.annotations or {}
-    return tuple(annotations.get(key) for key in WATCHED_ANNOTATIONS)
-
-
-def _annotations_changed(body: kopf.Body, memo: kopf.Memo) -> bool:
-    seen = _watched(body)
-    before = memo.get("annotations_seen", seen)
-    memo["annotations_seen"] = seen
-    return seen != before and (body.get("status") or {}).get("observedGeneration") == body.meta.get("generation")
-
-
 @kopf.on.resume(GROUP, VERSION, HIVE_CATALOG.plural)
 @kopf.on.create(GROUP, VERSION, HIVE_CATALOG.plural)
 @kopf.on.update(GROUP, VERSION, HIVE_CATALOG.plural)
@@ -149,7 +127,7 @@ async def recheck(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo,
             continue
         policy_changed = "policy_seen" in memo and memo["policy_seen"] != policy_of(
             body.meta.namespace, catalog_policies, refresh=False)
-        if not (_annotations_changed(body, memo) or policy_changed) and time.monotonic() < memo.get("next_pass", 0.0):
+        if not policy_changed and time.monotonic() < memo.get("next_pass", 0.0):
             continue
         await asyncio.to_thread(_recheck, body, memo, logger, catalog_policies)
 

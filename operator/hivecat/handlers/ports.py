@@ -18,22 +18,12 @@ from hivecat.catalog.probes import ProbeResult, glue_failure, probe_glue, probe_
 from hivecat.catalog.schema_version import SchemaState, read_schema_state
 from hivecat.catalog.targets import GlueTarget, SqlTarget
 from hivecat.config import config
-from hivecat.kinds import ANNOTATION_SYNC_NOW, HIVE_CATALOG
+from hivecat.kinds import HIVE_CATALOG
 from hivecat.reconcile.access import NamespacePolicy, check_hive_catalog, judged
 from hivecat.reconcile.clusterstorage import Backend, backends_of
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.hivecatalog import HiveCatalogSpec, parse_hive_catalog
 from hivecat.workloads.registry import REGISTRY_KEY, registry_config_map_name
-
-
-def run_asked(body: kopf.Body, memo: kopf.Memo, flag: str) -> bool:
-    """Whether a pass was asked for: `memo[flag]` set by an event handler (a new spec, a restart), or the
-    `hivecatalog.io/sync-now` annotation changed since the daemon last looked. Consumes the request."""
-    sync_now = (body.meta.annotations or {}).get(ANNOTATION_SYNC_NOW)
-    if sync_now != memo.get("sync_now_seen", sync_now):
-        memo[flag] = True
-    memo["sync_now_seen"] = sync_now
-    return bool(memo.pop(flag, False))
 
 
 def catalog_backends(namespace: str, name: str, policy: NamespacePolicy,

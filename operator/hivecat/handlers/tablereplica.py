@@ -33,7 +33,7 @@ from hivecat.config import config
 from hivecat.handlers.clusterstorage import claim_of
 from hivecat.handlers.copy_launch import JOB, SPARK_APPLICATION, WorkloadLauncher
 from hivecat.handlers.policy import policy_of
-from hivecat.handlers.ports import catalog_backends, open_backend, registry_text, run_asked
+from hivecat.handlers.ports import catalog_backends, open_backend, registry_text
 from hivecat.kinds import GROUP, TABLE_REPLICA, VERSION
 from hivecat.locations.prefix import storage_prefix
 from hivecat.reconcile.access import NamespacePolicy, check_table_replica, cluster_access, judged
@@ -71,7 +71,7 @@ def reconcile(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, **_: Any) -> 
         patch.status["phase"] = "Suspended"
     elif status.get("phase") in (None, "Invalid", "Suspended"):
         patch.status["phase"] = "Pending"
-    memo["sync_now"] = True  # a new spec (or a restart) syncs at once
+    memo["sync_now"] = True  # a new spec, a sync-now annotation (or a restart) syncs at once
     memo.pop("retry_at", None)
 
 
@@ -117,7 +117,7 @@ def _due(body: kopf.Body, memo: kopf.Memo) -> bool:
         return False  # the event handler has not taken the spec yet, or cannot
     if body.spec.get("suspend"):
         return False
-    if run_asked(body, memo, "sync_now"):
+    if memo.pop("sync_now", False):
         return True
     now = time.time()
     if "retry_at" in memo:
