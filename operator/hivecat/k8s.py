@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hivecat import reasons
 from hivecat.apierrors import NamespaceTerminating, NameTaken, SecretUnavailable
 from hivecat.kinds import LABEL_MANAGED_BY, MANAGED_BY
 
@@ -175,9 +176,9 @@ def _secret(namespace: str, name: str) -> dict[str, Any]:
         return _resource("v1", "Secret").get(name=name, namespace=namespace).to_dict()
     except ApiException as error:
         if _not_found(error):
-            raise SecretUnavailable("SecretNotFound", f"Secret {namespace}/{name} does not exist") from None
+            raise SecretUnavailable(reasons.SECRET_NOT_FOUND, f"Secret {namespace}/{name} does not exist") from None
         if error.status == 403:
-            raise SecretUnavailable("SecretForbidden", f"the operator may not read Secret {namespace}/{name}: "
+            raise SecretUnavailable(reasons.SECRET_FORBIDDEN, f"the operator may not read Secret {namespace}/{name}: "
                                     "grant it get on secrets in this namespace") from None
         raise
 
@@ -186,7 +187,7 @@ def _decoded(namespace: str, name: str, key: str, data: Mapping[str, str]) -> st
     try:
         return base64.b64decode(data[key]).decode("utf-8")
     except (ValueError, UnicodeDecodeError):
-        raise SecretUnavailable("SecretKeyNotFound",
+        raise SecretUnavailable(reasons.SECRET_KEY_NOT_FOUND,
                                 f"key {key!r} of Secret {namespace}/{name} is not UTF-8 text") from None
 
 
@@ -195,7 +196,7 @@ def read_secret(namespace: str, name: str, key: str) -> SecretValue:
     secret = _secret(namespace, name)
     data = secret.get("data") or {}
     if key not in data:
-        raise SecretUnavailable("SecretKeyNotFound", f"Secret {namespace}/{name} has no key {key!r}")
+        raise SecretUnavailable(reasons.SECRET_KEY_NOT_FOUND, f"Secret {namespace}/{name} has no key {key!r}")
     return SecretValue(_decoded(namespace, name, key, data), secret["metadata"]["resourceVersion"])
 
 

@@ -18,6 +18,7 @@ from support import crds
 REPO = crds.REPO
 EXAMPLES = sorted(p for p in (REPO / "examples").glob("*.yaml") if p.name != "kustomization.yaml")
 CHART_CRD_DIR = REPO / "charts" / "hivecat" / "crds"
+PACKAGE_CRD_DIR = REPO / "operator" / "hivecat" / "specs" / "crds"
 CRDS = crds.load_crds()
 KINDS = sorted(CRDS)
 # The kinds a team writes in its namespace (a CatalogPolicy is the cluster administrator's: no suspend).
@@ -181,18 +182,22 @@ def test_resolve_rejects_missing_fields() -> None:
     assert resolve(schema, ".status.endpont") is None
 
 
-# (e) The chart ships the same CRDs.
+# (e) The chart ships the same CRDs, and so does the package (the spec parsers read their schemas).
+
+COPIES = (CHART_CRD_DIR, PACKAGE_CRD_DIR)
 
 
+@pytest.mark.parametrize("copies", COPIES, ids=("chart", "package"))
 @pytest.mark.parametrize("path", crds.crd_files(), ids=_ids(crds.crd_files()))
-def test_chart_crd_matches(path: Path) -> None:
-    copy = CHART_CRD_DIR / path.name
+def test_crd_copies_match(path: Path, copies: Path) -> None:
+    copy = copies / path.name
     assert copy.exists(), f"{copy} missing: run charts/sync-crds.sh"
     assert copy.read_bytes() == path.read_bytes(), f"{copy} differs: run charts/sync-crds.sh"
 
 
-def test_chart_has_no_extra_crds() -> None:
-    assert _ids(sorted(CHART_CRD_DIR.glob("*"))) == _ids(crds.crd_files())
+@pytest.mark.parametrize("copies", COPIES, ids=("chart", "package"))
+def test_no_extra_crd_copies(copies: Path) -> None:
+    assert _ids(sorted(copies.glob("*"))) == _ids(crds.crd_files())
 
 
 # (f) The chart renders with the real helm (tests/operator installs it on the control plane).

@@ -3,6 +3,9 @@ counted), replica figures, drift, errors, and a deleted resource's series droppe
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import pytest
 
 from hivecat import metrics
@@ -60,3 +63,18 @@ def test_drift_errors_and_durations() -> None:
 @pytest.mark.parametrize("raw, port", [("9102", 9102), ("", 0), ("0", 0), ("http", 0), ("70000", 0)])
 def test_the_metrics_port_comes_from_the_environment(raw: str, port: int) -> None:
     assert OperatorConfig.from_environ({"HIVECAT_METRICS_PORT": raw}).metrics_port == port
+
+
+def test_the_event_loop_lag_is_how_late_a_sleep_woke() -> None:
+    """A task that holds the loop for 0.3 s shows as lag of at least that; the watcher itself adds none."""
+    async def scenario() -> None:
+        watcher = asyncio.get_running_loop().create_task(metrics.watch_loop_lag(beat=0.05))
+        await asyncio.sleep(0.12)
+        time.sleep(0.3)  # a blocking call on the loop, as a sync client called from a coroutine would be
+        await asyncio.sleep(0.12)
+        watcher.cancel()
+
+    count = value("hivecat_event_loop_lag_seconds_count") or 0
+    asyncio.run(scenario())
+    assert value("hivecat_event_loop_lag_seconds_count") >= count + 3
+    assert 0.25 <= value("hivecat_event_loop_lag_max_seconds") < 1.0

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from hivecat.replication.registry import (ALIAS_IS_FILESYSTEM, DUPLICATE_FILESYSTEM, FILESYSTEM_OVERLAP,
-                                        ClusterEntry, RegistryDecision, Rejection, cluster_entry, decide_registry,
+from hivecat.reasons import ALIAS_IS_FILESYSTEM, DUPLICATE_FILESYSTEM, FILESYSTEM_OVERLAP
+from hivecat.replication.registry import (ClusterEntry, RegistryDecision, Rejection, cluster_entry, decide_registry,
                                         parse_registry_document, registry_document)
 from hivecat.specs.clusterstorage import overlapping, parse_cluster_storage
 from hivecat.workloads.registry import registry_config_map, registry_config_map_name

@@ -156,16 +156,18 @@ def test_overlapping_is_anchored_at_a_path_segment() -> None:
 
 # --- repair, scan interval, metastore access ----------------------------------------------------------------
 
-@pytest.mark.parametrize("written, repair", [("Off", "Off"), (False, "Off"), ("DryRun", "DryRun"),
+@pytest.mark.parametrize("written, repair", [("Off", "Off"), ("DryRun", "DryRun"),
                                              ("Auto", "Auto")])
 def test_repair_modes(written: Any, repair: str) -> None:
     assert hdfs(repair=written).repair == repair
 
 
-def test_a_bare_yaml_off_is_off() -> None:
+def test_a_bare_yaml_off_is_refused_saying_to_quote_it() -> None:
     raw = yaml.safe_load("spec:\n  catalogRef: {name: dev}\n  filesystem: file:///data\n  repair: Off\n")
-    assert raw["spec"]["repair"] is False  # YAML 1.1, as kubectl and PyYAML read it
-    assert parse_cluster_storage(raw, default_scan_interval=60).repair == "Off"
+    assert raw["spec"]["repair"] is False  # YAML 1.1, as kubectl and PyYAML read it; the API server refuses it
+    with pytest.raises(SpecInvalid) as refused:
+        parse_cluster_storage(raw, default_scan_interval=60)
+    assert 'quote "Off"' in refused.value.message
 
 
 @pytest.mark.parametrize("written, seconds", [

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from hivecat import reasons
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.engines import INSECURE_AUTHENTICATION, clear_text_refusal
 from hivecat.catalog.targets import CatalogTarget, GlueTarget, SqlTarget, ThriftTarget
@@ -66,12 +67,12 @@ def _open_sql(target: SqlTarget, password: str | None, journal: JournalSettings)
                                          f"{target.user or '(no user)'}: {detail}",
                                  password_given=bool(password)) from None
     except sa.exc.DBAPIError as exc:
-        raise CatalogUnavailable("DatabaseUnreachable", f"the metastore database {target.name} answered: "
+        raise CatalogUnavailable(reasons.DATABASE_UNREACHABLE, f"the metastore database {target.name} answered: "
                                                         f"{first_line(exc.orig)}") from None
     except NotAMetastore as exc:
-        raise CatalogUnavailable("NotAMetastore", f"{target.name}: {exc}") from None
+        raise CatalogUnavailable(reasons.NOT_A_METASTORE, f"{target.name}: {exc}") from None
     except ValueError as exc:  # a journal placement SqlCatalog refuses
-        raise CatalogUnavailable("InvalidJournal", str(exc)) from None
+        raise CatalogUnavailable(reasons.INVALID_JOURNAL, str(exc)) from None
 
 
 def sql_failure(error: BaseException | None) -> tuple[str, str]:
@@ -83,10 +84,10 @@ def sql_failure(error: BaseException | None) -> tuple[str, str]:
     text = first_line(error)
     code = error.args[0] if error is not None and error.args and isinstance(error.args[0], int) else None
     if code in (1044, 1045) or "password authentication failed" in text or "no password supplied" in text:
-        return "AuthenticationFailed", "access denied" + (f" ({text})" if code is None else "")
+        return reasons.AUTHENTICATION_FAILED, "access denied" + (f" ({text})" if code is None else "")
     if code == 1049 or ("database" in text and "does not exist" in text):
-        return "DatabaseNotFound", "no such database"
-    return "DatabaseUnreachable", text
+        return reasons.DATABASE_NOT_FOUND, "no such database"
+    return reasons.DATABASE_UNREACHABLE, text
 
 
 def first_line(error: BaseException | None) -> str:
@@ -116,12 +117,13 @@ def _open_glue(target: GlueTarget, journal: JournalSettings, credentials: tuple[
     except ClientError as exc:
         catalog.close()
         error = exc.response.get("Error", {})
-        reason = ("AuthenticationFailed" if error.get("Code") in ("AccessDeniedException", "UnrecognizedClientException",
-                                                                  "InvalidSignatureException") else "BackendUnreachable")
+        denied = error.get("Code") in ("AccessDeniedException", "UnrecognizedClientException",
+                                       "InvalidSignatureException")
+        reason = reasons.AUTHENTICATION_FAILED if denied else reasons.BACKEND_UNREACHABLE
         raise CatalogUnavailable(reason, f"{target.name}: {error.get('Code')}: {error.get('Message')}") from None
     except BotoCoreError as exc:
         catalog.close()
-        raise CatalogUnavailable("BackendUnreachable", f"cannot reach {target.name}: {exc}") from None
+        raise CatalogUnavailable(reasons.BACKEND_UNREACHABLE, f"cannot reach {target.name}: {exc}") from None
     return catalog
 
 
@@ -136,7 +138,7 @@ def _open_thrift(target: ThriftTarget, journal: JournalSettings) -> Catalog:
     try:
         return ThriftCatalog(target.name, journal_url=journal.url, connections=target.connections)
     except (TTransportException, OSError) as exc:
-        raise CatalogUnavailable("MetastoreUnreachable", f"cannot connect to the metastore at {target.name}: "
+        raise CatalogUnavailable(reasons.METASTORE_UNREACHABLE, f"cannot connect to the metastore at {target.name}: "
                                                          f"{first_line(exc)}") from None
     finally:
         socket_log.setLevel(level)

@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
+from hivecat import reasons
 from hivecat.catalog.model import (
     ObjectKind, Refusal, RelocationRefused, RelocationReport, RelocationRequest, JournaledRun,
 )
@@ -218,7 +219,7 @@ class JournalUnavailable(Exception):
     """The journal cannot be created or written with the catalog's credentials. The message says what an
     administrator grants (or creates) once; nothing was written."""
 
-    reason = "JournalUnavailable"
+    reason = reasons.JOURNAL_UNAVAILABLE
 
 
 class Journal:

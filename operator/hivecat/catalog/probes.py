@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hivecat import reasons
 from hivecat.catalog.connect import first_line, sql_failure
 from hivecat.catalog.targets import SqlTarget
 
-REACHABLE = "Reachable"
 # Glue error codes that mean "these credentials may not do this" rather than "Glue is not there".
 GLUE_DENIED_CODES = frozenset({
     "AccessDeniedException", "AccessDenied", "UnrecognizedClientException", "InvalidClientTokenId",
@@ -74,11 +74,11 @@ def probe_sql(target: SqlTarget, password: str, timeout: float = 5) -> ProbeResu
         return ProbeResult(False, reason, f"cannot connect to the metastore database {who}: "
                                           f"{_scrubbed(detail, (password,))}")
     except sa.exc.DBAPIError as exc:
-        return ProbeResult(False, "DatabaseUnreachable", f"the metastore database {target.name} answered: "
+        return ProbeResult(False, reasons.DATABASE_UNREACHABLE, f"the metastore database {target.name} answered: "
                                                          f"{_scrubbed(first_line(exc.orig), (password,))}")
     finally:
         engine.dispose()
-    return ProbeResult(True, REACHABLE, f"the metastore database {target.name} answers")
+    return ProbeResult(True, reasons.REACHABLE, f"the metastore database {target.name} answers")
 
 
 # --- Thrift ------------------------------------------------------------------------------------------
@@ -98,7 +98,7 @@ def probe_thrift(host: str, port: int, timeout: float = 5) -> ProbeResult:
         # level (noisy on a timer) and whose logger connect.py can only silence process-wide.
         sock = socket.create_connection((host, port), timeout=timeout)
     except OSError as exc:
-        return ProbeResult(False, "MetastoreUnreachable", f"cannot connect to the metastore at {address}: "
+        return ProbeResult(False, reasons.METASTORE_UNREACHABLE, f"cannot connect to the metastore at {address}: "
                                                           f"{_scrubbed(first_line(exc), ())}")
     transport = TSocket.TSocket()
     transport.setHandle(sock)
@@ -109,11 +109,11 @@ def probe_thrift(host: str, port: int, timeout: float = 5) -> ProbeResult:
         client.get_all_databases()
     except (TException, OSError, EOFError) as exc:
         detail = getattr(exc, "message", None) or first_line(exc)
-        return ProbeResult(False, "MetastoreUnreachable", f"the metastore at {address} accepted a connection but "
+        return ProbeResult(False, reasons.METASTORE_UNREACHABLE, f"the metastore at {address} accepted a connection but "
                                                           f"did not answer a Thrift call: {_scrubbed(str(detail), ())}")
     finally:
         buffered.close()
-    return ProbeResult(True, REACHABLE, f"the metastore at {address} answers")
+    return ProbeResult(True, reasons.REACHABLE, f"the metastore at {address} answers")
 
 
 # --- Glue --------------------------------------------------------------------------------------------
@@ -128,15 +128,15 @@ def glue_failure(exc: Exception, where: str, secrets: tuple[str | None, ...] = (
         code = str(error.get("Code", "")) or "UnknownError"
         detail = _scrubbed(f"{code}: {error.get('Message', '')}".rstrip(": "), secrets)
         if code in GLUE_DENIED_CODES:
-            return ProbeResult(False, "GlueAccessDenied", f"{where} refused the credentials ({detail}); check the "
+            return ProbeResult(False, reasons.GLUE_ACCESS_DENIED, f"{where} refused the credentials ({detail}); check the "
                                                           "referenced Secret's access key, or the role's Glue "
                                                           "permissions")
-        return ProbeResult(False, "GlueUnreachable", f"{where} answered with an error: {detail}")
+        return ProbeResult(False, reasons.GLUE_UNREACHABLE, f"{where} answered with an error: {detail}")
     if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
-        return ProbeResult(False, "GlueAccessDenied", f"no complete AWS credentials for {where}: reference a "
+        return ProbeResult(False, reasons.GLUE_ACCESS_DENIED, f"no complete AWS credentials for {where}: reference a "
                                                       "Secret with an access key and secret key, or give the "
                                                       "operator a role")
-    return ProbeResult(False, "GlueUnreachable", f"cannot reach {where}: {_scrubbed(first_line(exc), secrets)}")
+    return ProbeResult(False, reasons.GLUE_UNREACHABLE, f"cannot reach {where}: {_scrubbed(first_line(exc), secrets)}")
 
 
 def probe_glue(session_args: Mapping[str, str | None] | None, region: str, catalog_id: str | None = None,
@@ -162,5 +162,5 @@ def probe_glue(session_args: Mapping[str, str | None] | None, region: str, catal
     except (ClientError, BotoCoreError) as exc:
         return glue_failure(exc, where, secrets)
     except ValueError as exc:  # botocore refuses a malformed endpoint URL before any request
-        return ProbeResult(False, "GlueUnreachable", f"cannot reach {where}: {_scrubbed(str(exc), secrets)}")
-    return ProbeResult(True, REACHABLE, f"{where} answers")
+        return ProbeResult(False, reasons.GLUE_UNREACHABLE, f"cannot reach {where}: {_scrubbed(str(exc), secrets)}")
+    return ProbeResult(True, reasons.REACHABLE, f"{where} answers")

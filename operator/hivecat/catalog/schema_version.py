@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
+from hivecat import reasons
 from hivecat.catalog.connect import CatalogUnavailable, first_line, sql_failure
 from hivecat.catalog.engines import INSECURE_AUTHENTICATION, sql_engine
 from hivecat.catalog.targets import SqlTarget
@@ -41,7 +42,7 @@ def read_schema_state(target: SqlTarget, password: str) -> SchemaState:
             reason, detail = sql_failure(exc.orig)
             # The refusal keeps its own reason (the fix is the server's authentication, not the network).
             raise SchemaStateUnavailable(
-                reason if reason == INSECURE_AUTHENTICATION else "DatabaseUnreachable",
+                reason if reason == INSECURE_AUTHENTICATION else reasons.DATABASE_UNREACHABLE,
                 _without(password, f"cannot connect to the metastore database {target.name} as "
                                    f"{target.user or '(no user)'}: {detail}"),
                 password_given=bool(password)) from None
@@ -50,7 +51,7 @@ def read_schema_state(target: SqlTarget, password: str) -> SchemaState:
                 return _read(conn)
             except sa.exc.DBAPIError as exc:
                 raise SchemaStateUnavailable(
-                    "SchemaUnreadable", _without(password, f"cannot read the schema version of {target.name}: "
+                    reasons.SCHEMA_UNREADABLE, _without(password, f"cannot read the schema version of {target.name}: "
                                                            f"{first_line(exc.orig)}")) from None
     finally:
         engine.dispose()

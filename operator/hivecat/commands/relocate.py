@@ -11,6 +11,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from hivecat import reasons
 from hivecat.catalog.connect import CatalogUnavailable, JournalSettings, open_catalog
 from hivecat.catalog.journal import JournalUnavailable
 from hivecat.catalog.run import checked_prefixes
@@ -218,7 +219,7 @@ def open_catalog_from(args: argparse.Namespace, target: CatalogTarget):
         return open_catalog(target, password=password, journal=journal)
     except CatalogUnavailable as exc:
         hint = ""
-        if exc.reason == "AuthenticationFailed" and not exc.password_given:
+        if exc.reason == reasons.AUTHENTICATION_FAILED and not exc.password_given:
             hint = f"; no password was given: set ${PASSWORD_ENV} or use --password-file"
         raise UsageError(f"{exc.message}{hint}") from None
 

@@ -9,6 +9,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from hivecat import reasons
 from hivecat.commands.relocate import (
     EXIT_REFUSED, EXIT_USAGE, UsageError, add_catalog_arguments, catalog_target, open_catalog_from)
 from hivecat.replication.registry import ClusterEntry, parse_registry_document
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{decision.cluster}: {decision.message}")
     if decision.cluster is None:
         print(f"hivecat route: {decision.reason}: {decision.message}", file=sys.stderr)
-        return EXIT_USAGE if decision.reason == "TableNotFound" else EXIT_REFUSED
+        return EXIT_USAGE if decision.reason == reasons.TABLE_NOT_FOUND else EXIT_REFUSED
     return 0
 
 

@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from hivecat import reasons
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.connect import JournalSettings, open_catalog
 from hivecat.catalog.targets import ThriftTarget
@@ -79,19 +80,19 @@ class Story:
     def replicate(self) -> None:
         self.say(f"clusters: main = {self.clusters['main'].filesystem}, dr = {self.clusters['dr'].filesystem}")
         out = self.sync("the first sync")
-        self.summary.append(("replica synced", _event(out, "Synced")))
+        self.summary.append(("replica synced", _event(out, reasons.SYNCED)))
         self.spark.sql("INSERT INTO demo.sales VALUES (5, 20.0, '2026-11-23')")
         out = self.sync("the sync after Spark added partition dt=2026-11-23")
         copied = [r for r in out.status["replicas"] if r["cluster"] == "dr"][0]
         if copied["units"] != 4:
             raise DemoFailed(f"after the new partition, dr holds {copied['units']} of 4 units: {out.status}")
-        self.summary.append(("incremental sync", _event(out, "Synced")))
+        self.summary.append(("incremental sync", _event(out, reasons.SYNCED)))
 
     def fail_over_and_back(self) -> None:
         out = self.sync("the failover to dr", active="dr")
         if out.status.get("active") != "dr":
             raise DemoFailed(f"the failover did not happen: {_conditions(out)}")
-        self.summary.append(("failover", _event(out, "FailedOver")))
+        self.summary.append(("failover", _event(out, reasons.FAILED_OVER)))
         table_dir = self.root / "clusters" / "main" / "warehouse" / "demo.db" / "sales"
         away = table_dir.with_name("sales.away")
         table_dir.rename(away)  # main's copy out of reach: the rows can only come from dr now
@@ -106,7 +107,7 @@ class Story:
         out = self.sync("the failback to main")
         if out.status.get("active") != "main":
             raise DemoFailed(f"the failback did not happen: {_conditions(out)}")
-        self.summary.append(("failback", _event(out, "FailedBack")))
+        self.summary.append(("failback", _event(out, reasons.FAILED_BACK)))
 
     def repair_drift(self) -> None:
         old = self.root / "clusters" / "main-old"

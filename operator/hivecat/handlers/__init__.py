@@ -3,6 +3,7 @@ patch status); the per-kind handlers arrive with the operator issues."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import kopf
@@ -32,6 +33,22 @@ def configure(settings: kopf.OperatorSettings, **_: object) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     if config().metrics_port:
         metrics.serve(config().metrics_port)
+
+
+_loop_watch: list[asyncio.Task[None]] = []
+
+
+@kopf.on.startup()
+async def watch_loop_lag(**_: object) -> None:
+    """The event loop's lag as a metric (a task of the loop itself: a thread could not see the loop's delay)."""
+    if config().metrics_port:
+        _loop_watch.append(asyncio.get_running_loop().create_task(metrics.watch_loop_lag()))
+
+
+@kopf.on.cleanup()
+async def stop_watching_loop_lag(**_: object) -> None:
+    while _loop_watch:
+        _loop_watch.pop().cancel()
 
 
 def migrate_state(type: str, body: kopf.Body, patch: kopf.Patch, logger: logging.Logger, **_: object) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 import kopf
 
-from hivecat import k8s, metrics
+from hivecat import k8s, metrics, reasons
 from hivecat.catalog.base import Catalog
 from hivecat.config import config
 from hivecat.kinds import CLUSTER_STORAGE, GROUP, HIVE_CATALOG, TABLE_REPLICA, VERSION
@@ -193,7 +193,7 @@ def _registration(body: kopf.Body, index: kopf.Index, policies: kopf.Index, *,
         return out
     catalog_body = k8s.get(HIVE_CATALOG.api_version, HIVE_CATALOG.kind, namespace, spec.catalog)
     if catalog_body is None:
-        missing = Condition.of(READY, False, "CatalogNotFound",
+        missing = Condition.of(READY, False, reasons.CATALOG_NOT_FOUND,
                                f"HiveCatalog {spec.catalog} does not exist in namespace {namespace}")
         out.update(phase="Pending", conditions=_conditions(body, [missing]))
         return out
@@ -264,7 +264,7 @@ def release(body: kopf.Body, name: str, namespace: str, patch: kopf.Patch, stora
     if replicas:
         message = (f"still used by TableReplica {', '.join(replicas)}: delete them or take this cluster out "
                    "of their spec first")
-        held = Condition.of(READY, False, "DeletionBlocked", message)
+        held = Condition.of(READY, False, reasons.DELETION_BLOCKED, message)
         patch.status["conditions"] = _conditions(body, [held, *_drifted(body)])
         patch.status["phase"] = "Deleting"
         raise kopf.TemporaryError(message, delay=5)

@@ -18,7 +18,7 @@ from typing import Any
 import kopf
 from kubernetes.client.exceptions import ApiException
 
-from hivecat import k8s
+from hivecat import k8s, reasons
 from hivecat.config import config
 from hivecat.copy.copier import new_run_id
 from hivecat.copy.errors import CopyInputError
@@ -115,11 +115,11 @@ class WorkloadLauncher:
     def _copy_run(self, plan: CopyPlan, copy: CopySettings) -> tuple[CopyRun, ComputeSpec]:
         body = k8s.get(CLUSTER_STORAGE.api_version, CLUSTER_STORAGE.kind, self.namespace, self.secondary.name)
         if body is None:
-            raise SpecInvalid("ClusterNotFound", f"ClusterStorage {self.secondary.name} is gone")
+            raise SpecInvalid(reasons.CLUSTER_NOT_FOUND, f"ClusterStorage {self.secondary.name} is gone")
         spec = parse_cluster_storage(body, default_scan_interval=3600.0)
         compute, where = spec.compute, f"spec.compute.{self.workload.field}"
         if compute.image is None:
-            raise SpecInvalid("ComputeIncomplete", f"ClusterStorage {spec.name} names no {where}.image")
+            raise SpecInvalid(reasons.COMPUTE_INCOMPLETE, f"ClusterStorage {spec.name} names no {where}.image")
         settings = config()
         policy = WorkloadPolicy.from_lists(settings.allowed_images, settings.allowed_service_accounts)
         violation = (policy.check_image(compute.image, f"{where}.image")

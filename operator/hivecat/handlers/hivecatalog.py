@@ -21,7 +21,7 @@ from typing import Any
 
 import kopf
 
-from hivecat import k8s, metrics
+from hivecat import k8s, metrics, reasons
 from hivecat.config import config
 from hivecat.kinds import CLUSTER_STORAGE, GROUP, HIVE_CATALOG, TABLE_REPLICA, VERSION
 from hivecat.handlers.policy import policy_of
@@ -156,7 +156,7 @@ def release(body: kopf.Body, name: str, namespace: str, patch: kopf.Patch, logge
     if referrers:
         message = f"still referenced by {', '.join(sorted(referrers))}: delete or repoint them first"
         status = dict(body.get("status") or {})
-        held = Condition.of(READY, False, "DeletionBlocked", message)
+        held = Condition.of(READY, False, reasons.DELETION_BLOCKED, message)
         others = [c for c in status.get("conditions") or () if c.get("type") != READY]
         patch.status["conditions"] = others + merge(status.get("conditions"), [held],
                                                     generation=body.meta.get("generation"))

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import kopf
 
-from hivecat import k8s
+from hivecat import k8s, reasons
 from hivecat.config import config
 from hivecat.kinds import CATALOG_POLICY, GROUP, VERSION
 from hivecat.reconcile.access import Defaults, InvalidPolicy, NamespacePolicy, namespace_policy, needs_labels
@@ -45,7 +45,7 @@ def policy_status(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
     except SpecInvalid as invalid:
         ready, phase = Condition.of("Ready", False, invalid.reason, invalid.message), "Invalid"
     else:
-        ready, phase = Condition.of("Ready", True, "Applied", "the operator applies this policy"), "Ready"
+        ready, phase = Condition.of("Ready", True, reasons.APPLIED, "the operator applies this policy"), "Ready"
     generation = body.meta.get("generation")
     patch.status["observedGeneration"] = generation
     patch.status["phase"] = phase

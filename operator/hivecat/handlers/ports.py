@@ -9,7 +9,7 @@ from typing import Any
 import kopf
 from botocore.exceptions import BotoCoreError, ClientError
 
-from hivecat import k8s
+from hivecat import k8s, reasons
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.connect import CatalogUnavailable, JournalSettings, open_catalog
 from hivecat.catalog.glue.defaults import ensure_default_database, glue_client
@@ -35,7 +35,7 @@ def catalog_backends(namespace: str, name: str, policy: NamespacePolicy,
     administrator's override (CatalogPolicy spec.metastoreAddresses), never an address a CR author sets."""
     body = k8s.get(HIVE_CATALOG.api_version, HIVE_CATALOG.kind, namespace, name)
     if body is None:
-        raise SpecInvalid("CatalogNotFound", f"HiveCatalog {name} does not exist in namespace {namespace}")
+        raise SpecInvalid(reasons.CATALOG_NOT_FOUND, f"HiveCatalog {name} does not exist in namespace {namespace}")
     catalog = parse_hive_catalog(body, default_image=config().metastore_image)
     refusal, _ = judged(check_hive_catalog(catalog, policy), policy)
     if refusal is not None:
@@ -127,7 +127,7 @@ class LivePorts:
         assert spec.glue is not None
         location = spec.glue.default_database_location or spec.metastore.warehouse_dir
         if not location:
-            return ProbeResult(False, "DefaultLocationMissing",
+            return ProbeResult(False, reasons.DEFAULT_LOCATION_MISSING,
                                "Glue needs a location for the default database: set spec.glue.defaultDatabaseLocation "
                                "or spec.metastore.warehouseDir")
         try:
@@ -135,7 +135,7 @@ class LivePorts:
         except (BotoCoreError, ClientError) as error:  # classified into a reason, secrets masked
             return glue_failure(error, "Glue", credentials or ())
         if outcome.kind == "MissingLocation":
-            return ProbeResult(False, "DefaultDatabaseWithoutLocation", outcome.message)
+            return ProbeResult(False, reasons.DEFAULT_DATABASE_WITHOUT_LOCATION, outcome.message)
         return ProbeResult(True, outcome.kind, outcome.message)
 
     def get(self, api_version: str, kind: str, name: str) -> dict[str, Any] | None:

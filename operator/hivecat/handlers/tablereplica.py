@@ -239,7 +239,7 @@ def _access(spec: TableReplicaSpec, clusters: dict[str, ClusterEntry], policy: N
     for name, entry in clusters.items():
         body = bodies.get(name)
         if body is None:
-            found[name] = Violation("ClusterNotRegistered", f"ClusterStorage {name} is not in namespace "
+            found[name] = Violation(reasons.CLUSTER_NOT_REGISTERED, f"ClusterStorage {name} is not in namespace "
                                                             f"{spec.namespace} any more")
             continue
         secret = ((body.get("spec") or {}).get("credentialsSecretRef") or {}).get("name") or None
@@ -321,16 +321,16 @@ def release(body: kopf.Body, namespace: str, name: str, patch: kopf.Patch, logge
         outcome = _pass(body, spec, backends, clusters, _access(spec, clusters, policy, indexes), new_run_id())
         metrics.record_relocations(outcome.relocations)
         for type_, reason, message in outcome.events:
-            if reason != "Synced":  # a pass for the failback: its sync is not news
+            if reason != reasons.SYNCED:  # a pass for the failback: its sync is not news
                 kopf.event(body, type=type_, reason=reason, message=message)
         if outcome.status.get("active") != status["primary"]:
             message = (f"{spec.qualified_table} is failed over to {outcome.status.get('active') or status['active']}: "
                        f"set spec.active to {status['primary']} (or remove it) to fail back first; the deletion "
                        "waits for the failback")
             failback = next((c for c in outcome.conditions if c.type == READY and c.status != "True"), None)
-            if failback is not None and failback.reason not in ("ActiveAvailable",):
+            if failback is not None and failback.reason not in (reasons.ACTIVE_AVAILABLE,):
                 message += f" ({failback.reason}: {failback.message})"
-            patch.status["conditions"] = _conditions(body, [Condition.of(READY, False, "DeletionBlocked", message)])
+            patch.status["conditions"] = _conditions(body, [Condition.of(READY, False, reasons.DELETION_BLOCKED, message)])
             patch.status["phase"] = "Deleting"
             raise kopf.TemporaryError(message, delay=10)
     removed = 0
@@ -342,7 +342,7 @@ def release(body: kopf.Body, namespace: str, name: str, patch: kopf.Patch, logge
             message = (f"{backend.label}: {error.message}; the hivecat.replica.* parameters of "
                        f"{spec.qualified_table} stay in the catalog, where `hivecat route` still counts those "
                        "copies until the parameters are removed")
-            kopf.event(body, type="Warning", reason="BookkeepingLeft", message=message)
+            kopf.event(body, type="Warning", reason=reasons.BOOKKEEPING_LEFT, message=message)
             logger.warning("TableReplica %s/%s: %s", namespace, name, message)
             continue
         try:

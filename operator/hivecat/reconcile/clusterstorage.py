@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from hivecat import reasons
 from hivecat.apierrors import SecretUnavailable
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.connect import CatalogUnavailable, first_line
@@ -66,7 +67,7 @@ def backends_of(catalog: HiveCatalogSpec, access: str,
         else:
             database = catalog.database
             if database is None or database.dialect == "derby" or not (database.host and database.name):
-                raise SpecInvalid("DatabaseNotScannable",
+                raise SpecInvalid(reasons.DATABASE_NOT_SCANNABLE,
                                   f"HiveCatalog {catalog.name} keeps its metastore in an embedded Derby database "
                                   "that only the metastore pod reaches: scan it through the metastore's Thrift "
                                   "API instead (metastoreAccess Thrift)")
@@ -78,7 +79,7 @@ def backends_of(catalog: HiveCatalogSpec, access: str,
         try:
             target = GlueTarget(glue.region, glue.catalog_id, glue.endpoint, functions=glue.functions)
         except InvalidTarget as error:
-            raise SpecInvalid("InvalidGlueTarget", f"HiveCatalog {catalog.name}: {error}") from None
+            raise SpecInvalid(reasons.INVALID_GLUE_TARGET, f"HiveCatalog {catalog.name}: {error}") from None
         found.append(Backend("Glue", target, glue_credentials=glue.credentials, glue_role=glue.role_arn,
                              journaled_elsewhere=True))
     return tuple(found)
@@ -120,7 +121,7 @@ def registration_of(name: str, decision: RegistryDecision) -> Condition:
     rejected = decision.rejected.get(name)
     if rejected is not None:
         return Condition.of(READY, False, rejected.reason, rejected.message)
-    return Condition.of(READY, True, "Registered", "registered in the catalog's cluster registry")
+    return Condition.of(READY, True, reasons.REGISTERED, "registered in the catalog's cluster registry")
 
 
 # --- drift -------------------------------------------------------------------------------------------------
@@ -175,7 +176,7 @@ def scan_pass(spec: ClusterStorageSpec, previous: Sequence[str], backends: Seque
             return out
         except SQLAlchemyError as error:  # the catalog's database (or the journal's) stopped answering mid-scan
             detail = first_line(error.orig) if isinstance(error, DBAPIError) else type(error).__name__
-            out.conditions.append(Condition(DRIFTED, "Unknown", "DatabaseUnreachable",
+            out.conditions.append(Condition(DRIFTED, "Unknown", reasons.DATABASE_UNREACHABLE,
                                             f"{backend.label} {backend.target.name}: {detail}"))
             out.phase = "Degraded"
             return out
@@ -185,7 +186,7 @@ def scan_pass(spec: ClusterStorageSpec, previous: Sequence[str], backends: Seque
             if deferred.runs:  # finished before the lock was met: they stand, journaled and undoable
                 out.relocations.extend(deferred.runs)
                 out.events.extend(_repair_events(backend, DriftRepair(deferred.runs)))
-            out.conditions.append(Condition(DRIFTED, "Unknown", "RelocationInProgress",
+            out.conditions.append(Condition(DRIFTED, "Unknown", reasons.RELOCATION_IN_PROGRESS,
                                             f"{backend.label}: {deferred.message}; the scan is retried later"))
             out.retry_soon = True
             out.phase = "Pending"
@@ -219,7 +220,7 @@ def _repair_events(backend: Backend, done: DriftRepair) -> list[tuple[str, str, 
         counts = ", ".join(f"{kind.value} {c.rewritten}" for kind, c in sorted(report.counts.items(),
                                                                                key=lambda kv: kv[0].value)
                            if c.rewritten)
-        events.append(("Normal", "DriftRepaired",
+        events.append(("Normal", reasons.DRIFT_REPAIRED,
                        f"{backend.label}: rewrote {report.rewritten} locations from {report.old_prefix} to "
                        f"{report.new_prefix} ({counts or 'none'}) in run {report.run_id}; an undo of that run "
                        "restores them"))

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from hivecat import reasons
 from hivecat.catalog.drift import DriftScan
 from hivecat.catalog.model import Refusal
 from hivecat.locations.prefix import InvalidLocation, LocationPrefix, parse_prefix, same_family
@@ -15,7 +16,6 @@ from hivecat.reconcile.conditions import FALSE, TRUE, UNKNOWN, Condition
 from hivecat.specs.clusterstorage import ClusterStorageSpec, overlapping
 
 DRIFTED = "Drifted"
-NO_DRIFT = "NoDrift"
 JITTER = 0.1         # a scan is due within ±10% of the interval, the same offset every time for one resource
 MAX_SOURCES = 32     # status.drift.sources maxItems
 MAX_SAMPLE = 10      # status.drift.sample maxItems
@@ -24,8 +24,9 @@ REPORTS_PLAN = ("DryRun", "Auto")  # repair modes whose status shows the plan (s
 LOCATED = ("iceberg", "acid", "too-long")  # refusals of locations known to be under a source
 
 # The engine's refusal reasons as condition reasons (CamelCase: they are an API).
-REASONS = {"iceberg": "Iceberg", "acid": "Acid", "too-long": "TooLong", "unstorable": "Charset",
-           "scheme-change": "SchemeChange", "overlap": "Overlap", "invalid-uri": "InvalidLocation"}
+REASONS = {"iceberg": reasons.ICEBERG, "acid": reasons.ACID, "too-long": reasons.TOO_LONG,
+           "unstorable": reasons.CHARSET, "scheme-change": reasons.SCHEME_CHANGE, "overlap": reasons.OVERLAP,
+           "invalid-uri": reasons.INVALID_LOCATION, "not-found": reasons.NOT_FOUND}
 
 
 def drift_sources(spec: ClusterStorageSpec, previous: Sequence[str]) -> tuple[str, ...]:
@@ -107,13 +108,13 @@ def drifted_condition(scan: DriftScan) -> Condition:
                   "change (Iceberg, transactional) or whose new value would not fit" if refused else "")
     unscanned = f"; a drift source could not be scanned: {scan.blocked[0].message}" if scan.blocked else ""
     if scan.drifted:
-        return Condition(DRIFTED, TRUE, DRIFTED,
+        return Condition(DRIFTED, TRUE, reasons.DRIFTED,
                          f"{scan.drifted} locations still name an old filesystem ({sources}): "
                          f"{_counted(scan.counts)}{left_alone}{unscanned}")
     if refused:
         first = next((r for r in scan.refusals if r.reason in LOCATED), None)
         why = f": {first.message}" if first is not None else ""
-        return Condition(DRIFTED, TRUE, _reason(first) if first is not None else "Refused",
+        return Condition(DRIFTED, TRUE, _reason(first) if first is not None else reasons.REFUSED,
                          f"{refused} locations still name an old filesystem ({sources}), none of which a metastore "
                          f"rewrite may change{why}. Move such tables' data consistently (or shorten "
                          "the filesystem URI where values would not fit), then the next scan clears this")
@@ -121,5 +122,5 @@ def drifted_condition(scan: DriftScan) -> Condition:
         first = scan.blocked[0]
         return Condition(DRIFTED, UNKNOWN, _reason(first), f"a drift source could not be scanned: {first.message}")
     if not scan.scans:
-        return Condition(DRIFTED, FALSE, NO_DRIFT, "no aliases or previous filesystems to scan for drift")
-    return Condition(DRIFTED, FALSE, NO_DRIFT, f"no location in the catalog names an old filesystem ({sources})")
+        return Condition(DRIFTED, FALSE, reasons.NO_DRIFT, "no aliases or previous filesystems to scan for drift")
+    return Condition(DRIFTED, FALSE, reasons.NO_DRIFT, f"no location in the catalog names an old filesystem ({sources})")

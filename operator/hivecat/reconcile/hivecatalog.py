@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn, Protocol
 
+from hivecat import reasons
 from hivecat.apierrors import NameTaken, SecretUnavailable
 from hivecat.catalog.connect import CatalogUnavailable
 from hivecat.catalog.probes import ProbeResult
@@ -133,14 +134,14 @@ class Pass:
     def _run(self) -> None:
         spec, out = self.spec, self.out
         if spec.spark_side_completed:
-            out.conditions.append(Condition.of(MODE_WARNING, True, "SparkSideCompleted",
+            out.conditions.append(Condition.of(MODE_WARNING, True, reasons.SPARK_SIDE_COMPLETED,
                                                "the Glue client factory is set in hive-site only: Spark clients "
                                                "were configured for Glue as well, as EMR does"))
         switching = self.previous_mode is not None and self.previous_mode != spec.mode
         if switching:
             out.mode = self.previous_mode  # until the switch is under way, the catalog is what it was
             if not spec.confirm_mode_switch:
-                self._stop("ModeSwitchNotConfirmed",
+                self._stop(reasons.MODE_SWITCH_NOT_CONFIRMED,
                            f"switching from {self.previous_mode} to {spec.mode} points every client at another "
                            "catalog: set the annotation hivecatalog.io/confirm-mode-switch to \"true\" to confirm it")
         uses_glue, runs_metastore = spec.mode in (GLUE, HYBRID), spec.mode in (THRIFT, HYBRID)
@@ -160,14 +161,14 @@ class Pass:
             self._glue_default(credentials)
         if switching:
             out.mode = spec.mode
-            out.events.append(Event("Normal", "ModeSwitched", f"switched from {self.previous_mode} to {spec.mode}"))
+            out.events.append(Event("Normal", reasons.MODE_SWITCHED, f"switched from {self.previous_mode} to {spec.mode}"))
         serving = self._metastore(database) if runs_metastore else self._no_metastore()
         client = client_config_map(spec, out.endpoint or None)
         self.ports.apply(client)
         out.client_config_map = client["metadata"]["name"]
         self.ports.apply(discovery_config_map(spec, out.endpoint or None))
         if serving:
-            out.conditions.append(Condition.of(READY, True, "Ready", f"the {spec.mode} catalog is serving clients"))
+            out.conditions.append(Condition.of(READY, True, reasons.READY, f"the {spec.mode} catalog is serving clients"))
             out.phase, out.retry_after = "Ready", None
 
     def _stop(self, reason: str, message: str, *, phase: str = "Invalid", retry: float | None = None) -> NoReturn:
@@ -180,7 +181,7 @@ class Pass:
         if reachable is not None:
             out.conditions.append(reachable)
         if not any(c.type == READY for c in out.conditions):  # every path states it; never leave it out
-            out.stop("NotReady", "the catalog is not serving clients yet", phase="Pending", retry=SHORT_WAIT)
+            out.stop(reasons.NOT_READY, "the catalog is not serving clients yet", phase="Pending", retry=SHORT_WAIT)
         ready = [c for c in out.conditions if c.type == READY]
         out.conditions = ready + [c for c in out.conditions if c.type != READY]
         out.conditions = [replace(c, message=self._scrub(c.message)) for c in out.conditions]
@@ -207,7 +208,7 @@ class Pass:
             first = next((c for c in self._reach.values() if c.status == status), None)
             if first is not None:
                 return Condition(REACHABLE, status, first.reason, parts)
-        return Condition(REACHABLE, TRUE, "Reachable", parts)
+        return Condition(REACHABLE, TRUE, reasons.REACHABLE, parts)
 
     def _read_secret(self, name: str, key: str) -> tuple[str, str]:
         try:
@@ -259,7 +260,7 @@ class Pass:
                                    ("v1", "ConfigMap", metastore_config_map_name(self.spec))):
             removed |= self.ports.delete(api, kind, object_)
         if removed:
-            self.out.events.append(Event("Normal", "MetastoreRemoved",
+            self.out.events.append(Event("Normal", reasons.METASTORE_REMOVED,
                                          f"metastore Deployment and Service {name} removed; its database is kept"))
         return True
 
@@ -278,7 +279,7 @@ class Pass:
         if not probe.ok:
             self._reach["metastore"] = Condition.of(REACHABLE, False, probe.reason, probe.message)
             self._stop(probe.reason, probe.message, phase="Degraded")
-        self._reach["metastore"] = Condition(REACHABLE, UNKNOWN, "MetastoreNotRunning",
+        self._reach["metastore"] = Condition(REACHABLE, UNKNOWN, reasons.METASTORE_NOT_RUNNING,
                                              "the metastore database answers; the metastore does not serve yet")
 
     def _metastore(self, database: _Database | None) -> bool:
@@ -286,7 +287,7 @@ class Pass:
         spec = self.spec
         self.ports.apply(metastore_config_map(spec))  # before the schema Job, which mounts it
         if database is None:  # Derby: the pod initializes its own schema; there is no VERSION to read
-            self.out.conditions.append(Condition(SCHEMA_READY, UNKNOWN, "EmbeddedDerby",
+            self.out.conditions.append(Condition(SCHEMA_READY, UNKNOWN, reasons.EMBEDDED_DERBY,
                                                  "an embedded Derby database is initialized by the metastore pod "
                                                  "itself, for development only; its schema is not checked"))
         else:
@@ -303,7 +304,7 @@ class Pass:
         out.schema_version = state.version
         decision = decide_schema(state, spec.metastore.hive_version)
         if isinstance(decision, Ready):
-            out.conditions.append(Condition.of(SCHEMA_READY, True, "SchemaCurrent", f"schema version {state.version} "
+            out.conditions.append(Condition.of(SCHEMA_READY, True, reasons.SCHEMA_CURRENT, f"schema version {state.version} "
                                                f"matches Hive {spec.metastore.hive_version}"))
             return
         if isinstance(decision, Refuse):
@@ -315,19 +316,19 @@ class Pass:
         if existing is None:
             existing = self.ports.apply(job)
             verb = "initialize" if isinstance(decision, Init) else f"upgrade from {decision.from_version}"
-            out.events.append(Event("Normal", "SchemaJobCreated", f"Job {name} created to {verb} the schema"))
+            out.events.append(Event("Normal", reasons.SCHEMA_JOB_CREATED, f"Job {name} created to {verb} the schema"))
         state_of_job = _job_state(existing)
         if state_of_job == "failed":
             message = f"schema Job {name} failed; see its pod's log, fix the cause, then delete the Job to retry"
-            out.conditions.append(Condition.of(SCHEMA_READY, False, "SchemaJobFailed", message))
-            self._stop("SchemaJobFailed", message, phase="Degraded")
+            out.conditions.append(Condition.of(SCHEMA_READY, False, reasons.SCHEMA_JOB_FAILED, message))
+            self._stop(reasons.SCHEMA_JOB_FAILED, message, phase="Degraded")
         # A succeeded Job that left the VERSION table behind is not ready either: the table decides.
         if state_of_job == "succeeded":
-            reason = "SchemaJobSucceededButVersionBehind"
+            reason = reasons.SCHEMA_JOB_SUCCEEDED_BUT_VERSION_BEHIND
             message = (f"schema Job {name} succeeded but the VERSION table says {state.version or 'nothing'}, not "
                        f"{decision.to_version}; see the Job's log, then delete the Job to run it again")
         else:
-            reason, message = "SchemaJobRunning", f"schema Job {name} is running"
+            reason, message = reasons.SCHEMA_JOB_RUNNING, f"schema Job {name} is running"
         out.conditions.append(Condition.of(SCHEMA_READY, False, reason, message))
         self._stop(reason, message, phase="Pending", retry=SHORT_WAIT)
 
@@ -339,18 +340,18 @@ class Pass:
         created = self.ports.get("apps/v1", "Deployment", name) is None
         deployment = self.ports.apply(metastore_deployment(spec, config_hash(spec, secret_version)))
         if created:
-            out.events.append(Event("Normal", "MetastoreCreated",
+            out.events.append(Event("Normal", reasons.METASTORE_CREATED,
                                     f"metastore Deployment {name} created for Hive {spec.metastore.hive_version}"))
         out.endpoint = metastore_endpoint(spec)
         if spec.metastore.replicas == 0:
-            self._reach["metastore"] = Condition.of(REACHABLE, False, "ScaledToZero", "spec.metastore.replicas is 0")
-            out.stop("ScaledToZero", "the metastore is scaled to zero replicas", phase="Stopped")
+            self._reach["metastore"] = Condition.of(REACHABLE, False, reasons.SCALED_TO_ZERO, "spec.metastore.replicas is 0")
+            out.stop(reasons.SCALED_TO_ZERO, "the metastore is scaled to zero replicas", phase="Stopped")
             return False
         ready = (deployment.get("status") or {}).get("readyReplicas") or 0
         if ready < 1:
-            self._reach["metastore"] = Condition(REACHABLE, UNKNOWN, "MetastoreStarting",
+            self._reach["metastore"] = Condition(REACHABLE, UNKNOWN, reasons.METASTORE_STARTING,
                                                  "no metastore pod is ready yet")
-            out.stop("MetastoreStarting", "waiting for a metastore pod to become ready", phase="Pending",
+            out.stop(reasons.METASTORE_STARTING, "waiting for a metastore pod to become ready", phase="Pending",
                      retry=SHORT_WAIT)
             return False
         probe = self.ports.probe_thrift(spec, service)

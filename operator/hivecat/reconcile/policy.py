@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from hivecat import reasons
+
 
 @dataclass(frozen=True)
 class Violation:
@@ -41,11 +43,11 @@ class WorkloadPolicy:
         if image is None:
             return None
         if not image or "*" in image or any(c.isspace() for c in image):
-            return Violation("ImageNotAllowed", f"{field} {image!r} is not an image reference")
+            return Violation(reasons.IMAGE_NOT_ALLOWED, f"{field} {image!r} is not an image reference")
         if any(_matches(image, pattern) for pattern in self.allowed_images):
             return None
         allowed = ", ".join(self.allowed_images) or "none: CRs may not name images"
-        return Violation("ImageNotAllowed", f"{field} {image!r} is not in the operator's image allow-list "
+        return Violation(reasons.IMAGE_NOT_ALLOWED, f"{field} {image!r} is not in the operator's image allow-list "
                                             f"({allowed}); ask the cluster administrator to allow it, or leave "
                                             "the field out to use the default image")
 
@@ -55,7 +57,7 @@ class WorkloadPolicy:
         if any(_matches(name, pattern) for pattern in self.allowed_service_accounts):
             return None
         allowed = ", ".join(self.allowed_service_accounts) or "none: CRs may not name service accounts"
-        return Violation("ServiceAccountNotAllowed",
+        return Violation(reasons.SERVICE_ACCOUNT_NOT_ALLOWED,
                          f"{field} {name!r} is not in the operator's service-account allow-list ({allowed}); ask "
                          "the cluster administrator to allow it, or leave the field out")
 
@@ -64,6 +66,6 @@ def same_namespace(resource_namespace: str, reference_namespace: str | None, fie
     """A reference (Secret, ServiceAccount, catalog) must stay in the CR's own namespace."""
     if reference_namespace in (None, resource_namespace):
         return None
-    return Violation("CrossNamespaceReference", f"{field} points into namespace {reference_namespace!r}; only "
+    return Violation(reasons.CROSS_NAMESPACE_REFERENCE, f"{field} points into namespace {reference_namespace!r}; only "
                                                 f"objects in {resource_namespace!r}, the resource's own namespace, "
                                                 "may be referenced")

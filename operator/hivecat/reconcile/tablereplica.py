@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from hivecat import reasons
 from hivecat.apierrors import SecretUnavailable
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.connect import CatalogUnavailable, first_line
@@ -72,14 +73,14 @@ def resolve_clusters(spec: TableReplicaSpec, clusters: Mapping[str, ClusterEntry
     `known_primary`: the primary an earlier pass resolved (status.primary), which a failover does not change."""
     primary_name = spec.primary or known_primary or cluster_of(table_location, clusters)
     if primary_name is None:
-        raise SpecInvalid("PrimaryUnknown", f"the location of {spec.qualified_table} ({table_location}) is on no "
+        raise SpecInvalid(reasons.PRIMARY_UNKNOWN, f"the location of {spec.qualified_table} ({table_location}) is on no "
                                             "registered ClusterStorage: name spec.primary, or register its cluster")
     if primary_name in spec.secondaries:
-        raise SpecInvalid("InvalidClusters", f"{spec.qualified_table} is on {primary_name}, which spec.secondaries "
+        raise SpecInvalid(reasons.INVALID_CLUSTERS, f"{spec.qualified_table} is on {primary_name}, which spec.secondaries "
                                              "lists: a cluster cannot be both the primary and a secondary")
     missing = [n for n in (primary_name, *spec.secondaries, spec.active) if n and n not in clusters]
     if missing:
-        raise SpecInvalid("ClusterNotRegistered", f"ClusterStorage {', '.join(sorted(set(missing)))} is not "
+        raise SpecInvalid(reasons.CLUSTER_NOT_REGISTERED, f"ClusterStorage {', '.join(sorted(set(missing)))} is not "
                                                   "registered in the catalog's cluster registry (missing, refused, "
                                                   "or not yet reconciled)")
     active_name = spec.active or primary_name
@@ -238,14 +239,14 @@ def sync_pass(spec: TableReplicaSpec, backends: Sequence[Backend], clusters: Map
     except JournalUnavailable as error:  # a switch needs the journal; the message says what to grant
         return _not_ready(out, error.reason, str(error), failed=True)
     except FilterError as error:  # the filter's grammar depends on the table's key types: known only here
-        return _not_ready(out, "InvalidFilter", f"spec.partitions.filter: {error}")
+        return _not_ready(out, reasons.INVALID_FILTER, f"spec.partitions.filter: {error}")
     except (LookupError, ValueError, OSError, CopyInputError) as error:
         # e.g. the table dropped between plan and record, a storage that stopped answering: the pass fails
         # with the reason in status and is retried with backoff, never a traceback in the operator's log
-        return _not_ready(out, "SyncError", f"{type(error).__name__}: {error}", failed=True)
+        return _not_ready(out, reasons.SYNC_ERROR, f"{type(error).__name__}: {error}", failed=True)
     except SQLAlchemyError as error:  # a journal or metastore database that stopped answering mid-pass
         detail = first_line(error.orig) if isinstance(error, DBAPIError) else type(error).__name__
-        return _not_ready(out, "DatabaseUnreachable", f"a database of the pass failed: {detail}", failed=True)
+        return _not_ready(out, reasons.DATABASE_UNREACHABLE, f"a database of the pass failed: {detail}", failed=True)
     finally:
         for catalog in opened:
             close = getattr(catalog, "close", None)
@@ -268,11 +269,11 @@ def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str
           access: Access | None) -> SyncOutcome:
     table = catalogs[0].get_table(spec.database, spec.table)
     if table is None:
-        raise SpecInvalid("TableNotFound", f"table {spec.qualified_table} does not exist in the catalog")
+        raise SpecInvalid(reasons.TABLE_NOT_FOUND, f"table {spec.qualified_table} does not exist in the catalog")
     resolved = resolve_clusters(spec, clusters, table.location, known_primary)
     current_name = cluster_of(table.location, clusters)
     if current_name is None or current_name not in {c.name for c in resolved.named}:
-        raise SpecInvalid("ActiveUnknown", f"the location of {spec.qualified_table} ({table.location}) is on none of "
+        raise SpecInvalid(reasons.ACTIVE_UNKNOWN, f"the location of {spec.qualified_table} ({table.location}) is on none of "
                                            "the clusters this TableReplica names")
     current = clusters[current_name]
     _require(access, current.name)
@@ -284,7 +285,7 @@ def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str
                         home=f"{spec.namespace}/{spec.name}")
         try:
             if not journaled:
-                raise SwitchRefused("JournalNotConfigured", "relocations of a Glue or Thrift catalog are journaled "
+                raise SwitchRefused(reasons.JOURNAL_NOT_CONFIGURED, "relocations of a Glue or Thrift catalog are journaled "
                                     "in the operator's journal database, which is not configured (Helm value "
                                     "journal.urlSecretRef): the table stays where it is")
             _switch(spec, catalogs, switch, ports, clock, stopped, out)
@@ -322,7 +323,7 @@ def _denied(access: Access | None, cluster: str) -> Violation | None:
     found = access.get(cluster)
     if isinstance(found, ClusterAccess):
         return None
-    return found if found is not None else Violation("ClusterNotRegistered", f"ClusterStorage {cluster} is not "
+    return found if found is not None else Violation(reasons.CLUSTER_NOT_REGISTERED, f"ClusterStorage {cluster} is not "
                                                                              "registered")
 
 
@@ -346,7 +347,7 @@ def _switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: Switch,
     for catalog in catalogs:  # for cooperating writers: where not to write any more (not enforced)
         catalog.update_unit_params(spec.database, spec.table, [read_only_marks(switch.source.name,
                                                                                switch.target.name)])
-    word, reason = ("failed back", "FailedBack") if switch.failback else ("failed over", "FailedOver")
+    word, reason = ("failed back", reasons.FAILED_BACK) if switch.failback else ("failed over", reasons.FAILED_OVER)
     copied = (f"; {len(plan.changed)} units changed while failed over were copied to new directories under "
               f"{switch.target.filesystem.rstrip('/')}/{FAILBACK_DIR}/{switch.home} (their originals stay "
               "as they were)" if plan.changed else "")
@@ -369,12 +370,12 @@ def _copy_changed(spec: TableReplicaSpec, changed: Sequence[Moved], switch: Swit
     if pending:  # a failback tried before may have copied some already
         launch = ports.launcher(switch.target).run(CopyPlan(tuple(pending), owner), spec.copy, stopped)
         if launch.outcome == CANCELLED:
-            raise SwitchRefused("FailbackCancelled", "the failback's copy was cancelled (the operator stopped); "
+            raise SwitchRefused(reasons.FAILBACK_CANCELLED, "the failback's copy was cancelled (the operator stopped); "
                                                      "the next pass resumes it")
     behind = [f"{c.unit.id}: {c.reason}" for c in check_units(units, storage, spec.copy.verify, owner=owner)
               if not c.in_sync]
     if behind:
-        raise SwitchRefused("FailbackRefused", f"failback to {switch.target.name} refused, nothing was changed: "
+        raise SwitchRefused(reasons.FAILBACK_REFUSED, f"failback to {switch.target.name} refused, nothing was changed: "
                                                f"{len(behind)} of {len(units)} units changed while failed over are "
                                                f"not yet copied whole to new directories there: {_first(behind)}")
 
@@ -426,14 +427,14 @@ def _outcome(o: SecondaryOutcome) -> str:
 
 def _conditions(spec: TableReplicaSpec, current: ClusterEntry, outcomes: Sequence[SecondaryOutcome],
                 switch_refused: Condition | None = None) -> list[Condition]:
-    ready = switch_refused or Condition.of(READY, True, "ActiveAvailable", f"{spec.qualified_table} is served "
+    ready = switch_refused or Condition.of(READY, True, reasons.ACTIVE_AVAILABLE, f"{spec.qualified_table} is served "
                                                                            f"from {current.name}")
     behind = [o for o in outcomes if o.state != "InSync"]
     if not behind:
-        in_sync = Condition.of(IN_SYNC, True, "AllUnitsVerified", "every unit in scope is verified on "
+        in_sync = Condition.of(IN_SYNC, True, reasons.ALL_UNITS_VERIFIED, "every unit in scope is verified on "
                                + ", ".join(o.cluster for o in outcomes))
     else:
-        in_sync = Condition.of(IN_SYNC, False, "UnitsBehind", "; ".join(
+        in_sync = Condition.of(IN_SYNC, False, reasons.UNITS_BEHIND, "; ".join(
             f"{o.cluster}: {o.units_in_sync}/{o.units_total} units in sync" for o in behind))
     problems = []
     for o in outcomes:
@@ -457,7 +458,7 @@ def _conditions(spec: TableReplicaSpec, current: ClusterEntry, outcomes: Sequenc
         problems.append(f"{len(outside)} units in scope are not on {current.name}, where the table's locations "
                         "point, so they are not copied (e.g. partitions added on the primary after a failover): "
                         f"{_first(outside)}")
-    degraded = Condition.of(DEGRADED, bool(problems), "SyncProblems" if problems else "NoProblems",
+    degraded = Condition.of(DEGRADED, bool(problems), reasons.SYNC_PROBLEMS if problems else reasons.NO_PROBLEMS,
                             "; ".join(problems))
     return [ready, in_sync, degraded]
 
@@ -473,7 +474,7 @@ def _event(run_id: str, outcomes: Sequence[SecondaryOutcome]) -> tuple[str, str,
                 if o.launch is not None else ", nothing to copy") + _housekeeping_words(o.housekeeping)
              for o in outcomes]
     failed = any(o.state == "Failed" for o in outcomes)
-    return ("Warning" if failed else "Normal", "SyncFailed" if failed else "Synced",
+    return ("Warning" if failed else "Normal", reasons.SYNC_FAILED if failed else reasons.SYNCED,
             f"sync {run_id}: " + ("; ".join(parts) or "no cluster to copy to (while failed over, the primary's "
                                                        "directories are never written)"))
 

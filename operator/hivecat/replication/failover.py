@@ -23,6 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from hivecat import reasons
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.model import RelocationRefused, RelocationReport, RelocationRequest, Scope
 from hivecat.copy.plan import Unit, check_overlaps
@@ -70,7 +71,7 @@ def check_switch(catalog: Catalog, scope: ReplicaScope, switch: Switch, storage:
     """Refuse (SwitchRefused) unless every unit may move; what moves, and (failback) what must be copied first.
     `owner`: the TableReplica whose copies these are (a copy another owner made is never switched to)."""
     word = "failback" if switch.failback else "failover"
-    reason = "FailbackRefused" if switch.failback else "FailoverRefused"
+    reason = reasons.FAILBACK_REFUSED if switch.failback else reasons.FAILOVER_REFUSED
     whole = plan_replica(catalog, ReplicaScope(scope.database, scope.table), switch.source, switch.target)
     planned = plan_replica(catalog, scope, switch.source, switch.target)
     left_out = sorted(set(whole.unit_ids) - set(planned.unit_ids))
@@ -139,7 +140,7 @@ def relocate_changed(catalog: Catalog, scope: ReplicaScope, moved: Sequence[Move
         try:
             reports.append(catalog.relocate(request))
         except RelocationRefused as refused:
-            raise SwitchRefused("RelocationRefused", str(refused)) from None
+            raise SwitchRefused(reasons.RELOCATION_REFUSED, str(refused)) from None
     return reports
 
 
@@ -152,13 +153,13 @@ def switch_locations(catalog: Catalog, scope: ReplicaScope, switch: Switch) -> l
         try:
             dry = catalog.relocate(RelocationRequest(**{**request.__dict__, "dry_run": True}))
         except RelocationRefused as refused:
-            raise SwitchRefused("RelocationRefused", str(refused)) from None
+            raise SwitchRefused(reasons.RELOCATION_REFUSED, str(refused)) from None
         if not dry.rewritten:
             continue
         try:
             reports.append(catalog.relocate(request))
         except RelocationRefused as refused:
-            raise SwitchRefused("RelocationRefused", str(refused)) from None
+            raise SwitchRefused(reasons.RELOCATION_REFUSED, str(refused)) from None
     return reports
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from hivecat import reasons
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.model import PartitionInfo
 from hivecat.copy.plan import CopyPlan, Unit, check_overlaps
@@ -68,7 +69,7 @@ def plan_replica(catalog: Catalog, scope: ReplicaScope, primary: ClusterEntry,
                  secondary: ClusterEntry) -> ReplicaPlan:
     table = catalog.get_table(scope.database, scope.table)
     if table is None:
-        raise PlanRefused("TableNotFound", f"table {scope.database}.{scope.table} does not exist")
+        raise PlanRefused(reasons.TABLE_NOT_FOUND, f"table {scope.database}.{scope.table} does not exist")
     if table.partition_keys:
         partitions = list(catalog.list_partitions(scope.database, scope.table, scope.partition_filter))
         if scope.most_recent is not None:

@@ -14,20 +14,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
+from hivecat import reasons
 from hivecat.locations.prefix import InvalidLocation, parse_prefix
 from hivecat.specs.clusterstorage import ClusterStorageSpec, overlapping, same_location
 
-__all__ = ["ALIAS_IS_FILESYSTEM", "CATALOG_NOT_FOUND", "DUPLICATE_FILESYSTEM", "FILESYSTEM_OVERLAP",
-           "ClusterEntry", "RegistryDecision", "Rejection", "cluster_entry", "decide_registry",
+__all__ = ["ClusterEntry", "RegistryDecision", "Rejection", "cluster_entry", "decide_registry",
            "parse_registry_document", "registry_document"]
-
-# Rejection reasons (condition reasons: an API).
-DUPLICATE_FILESYSTEM: Final = "DuplicateFilesystem"
-FILESYSTEM_OVERLAP: Final = "FilesystemOverlap"
-ALIAS_IS_FILESYSTEM: Final = "AliasIsFilesystem"
-CATALOG_NOT_FOUND: Final = "CatalogNotFound"  # decided by the handler, which alone knows the catalogs
 
 
 @dataclass(frozen=True)
@@ -143,21 +137,21 @@ def _conflict(entry: ClusterEntry, other: ClusterEntry, still: bool) -> Rejectio
     ClusterStorage whose own new spec is not taken (yet)."""
     who = f"ClusterStorage {other.name}" + (" (as still registered)" if still else "")
     if same_location(entry.filesystem, other.filesystem):
-        return Rejection(DUPLICATE_FILESYSTEM, f"filesystem {entry.filesystem} is already registered by {who}: "
+        return Rejection(reasons.DUPLICATE_FILESYSTEM, f"filesystem {entry.filesystem} is already registered by {who}: "
                                                "two clusters cannot be the same storage; use another filesystem, "
                                                f"or add this URI as an alias of {other.name}")
     if overlapping(entry.filesystem, other.filesystem):
-        return Rejection(FILESYSTEM_OVERLAP, f"filesystem {entry.filesystem} and {other.filesystem} of {who} "
+        return Rejection(reasons.FILESYSTEM_OVERLAP, f"filesystem {entry.filesystem} and {other.filesystem} of {who} "
                                              "overlap (one is under the other), so a location would belong to "
                                              "both clusters; make the filesystems disjoint")
     for what, uri in _sources(entry):
         if overlapping(uri, other.filesystem):
-            return Rejection(ALIAS_IS_FILESYSTEM, f"{what} {uri} is, or overlaps, the filesystem "
+            return Rejection(reasons.ALIAS_IS_FILESYSTEM, f"{what} {uri} is, or overlaps, the filesystem "
                                                   f"{other.filesystem} of {who}: drift repair would move that "
                                                   "cluster's locations here; remove it")
     for what, uri in _sources(other):
         if overlapping(uri, entry.filesystem):
-            return Rejection(ALIAS_IS_FILESYSTEM, f"filesystem {entry.filesystem} is, or overlaps, {what} {uri} "
+            return Rejection(reasons.ALIAS_IS_FILESYSTEM, f"filesystem {entry.filesystem} is, or overlaps, {what} {uri} "
                                                   f"of {who}, whose drift repair would move locations away from "
                                                   "it; use another filesystem or remove that alias first")
     return None

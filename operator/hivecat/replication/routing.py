@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hivecat import reasons
+
 
 @dataclass(frozen=True)
 class Placement:
@@ -34,26 +36,26 @@ class Route:
 def route(inputs: Sequence[Placement], output: Placement | None = None, cluster: str | None = None) -> Route:
     missing_input = next((p for p in inputs if not p.exists), None)
     if missing_input is not None:
-        return Route(None, "TableNotFound", f"input table {missing_input.table} does not exist")
+        return Route(None, reasons.TABLE_NOT_FOUND, f"input table {missing_input.table} does not exist")
     writes_to = output if output is not None and output.exists else None
     if writes_to is not None and writes_to.primary is None:
-        return Route(None, "OutputWithoutPrimary", f"output table {writes_to.table} is on no registered cluster")
+        return Route(None, reasons.OUTPUT_WITHOUT_PRIMARY, f"output table {writes_to.table} is on no registered cluster")
     if cluster is not None:
         if writes_to is not None and writes_to.primary != cluster:
-            return Route(None, "NotOutputPrimary", f"output table {writes_to.table} is written on its primary "
+            return Route(None, reasons.NOT_OUTPUT_PRIMARY, f"output table {writes_to.table} is written on its primary "
                                                    f"cluster {writes_to.primary}, not on {cluster}")
         lacking = _lacking(inputs, cluster)
         if lacking:
-            return Route(None, "NotOnCluster", f"{cluster} does not hold {_names(lacking)}")
-        return Route(cluster, "Forced", f"{cluster} holds every input" + _writing(writes_to))
+            return Route(None, reasons.NOT_ON_CLUSTER, f"{cluster} does not hold {_names(lacking)}")
+        return Route(cluster, reasons.FORCED, f"{cluster} holds every input" + _writing(writes_to))
     if writes_to is not None:
         target = writes_to.primary
         assert target is not None
         lacking = _lacking(inputs, target)
         if lacking:
-            return Route(None, "NoCluster", f"output table {writes_to.table} is written on its primary cluster "
+            return Route(None, reasons.NO_CLUSTER, f"output table {writes_to.table} is written on its primary cluster "
                                             f"{target}, which does not hold {_names(lacking)}")
-        return Route(target, "OutputPrimary", f"{target} is the primary cluster of output table {writes_to.table} "
+        return Route(target, reasons.OUTPUT_PRIMARY, f"{target} is the primary cluster of output table {writes_to.table} "
                                               "and holds every input")
     tried: list[str] = []
     for candidate in (p.primary for p in inputs):
@@ -61,9 +63,9 @@ def route(inputs: Sequence[Placement], output: Placement | None = None, cluster:
             continue
         tried.append(candidate)
         if not _lacking(inputs, candidate):
-            return Route(candidate, "InputPrimary", f"{candidate} holds every input")
+            return Route(candidate, reasons.INPUT_PRIMARY, f"{candidate} holds every input")
     why = "; ".join(f"{c} lacks {_names(_lacking(inputs, c))}" for c in tried) or "no input is on a registered cluster"
-    return Route(None, "NoCluster", f"no cluster holds every input: {why}")
+    return Route(None, reasons.NO_CLUSTER, f"no cluster holds every input: {why}")
 
 
 def _lacking(inputs: Sequence[Placement], cluster: str) -> list[Placement]:

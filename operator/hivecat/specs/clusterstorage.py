@@ -15,9 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from hivecat import reasons
+from hivecat.kinds import CLUSTER_STORAGE
 from hivecat.locations.prefix import InvalidLocation, LocationPrefix, is_under, parse_prefix, same_family
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.fields import choice, flag, mapping, opt_str, whole
+from hivecat.specs.schema import check_spec
 
 __all__ = ["ComputeSpec", "SparkApplicationSettings", "ClusterStorageSpec", "SpecInvalid", "parse_cluster_storage",
            "previous_filesystems", "canonical_uri", "same_location", "overlapping", "parse_scan_interval"]
@@ -97,7 +100,7 @@ def parse_cluster_storage(body: Mapping[str, Any], *, default_scan_interval: flo
     catalog_ref = mapping(spec.get("catalogRef"), "spec.catalogRef")
     catalog = opt_str(catalog_ref, "name", "spec.catalogRef")
     if not catalog:
-        raise SpecInvalid("InvalidField", "spec.catalogRef.name is required: the HiveCatalog, in the same "
+        raise SpecInvalid(reasons.INVALID_FIELD, "spec.catalogRef.name is required: the HiveCatalog, in the same "
                                           "namespace, whose tables live on this storage")
     filesystem = _filesystem(spec.get("filesystem"))
     aliases = _aliases(spec.get("aliases"), filesystem)
@@ -106,10 +109,10 @@ def parse_cluster_storage(body: Mapping[str, Any], *, default_scan_interval: flo
         ref = mapping(spec["credentialsSecretRef"], "spec.credentialsSecretRef")
         credentials = opt_str(ref, "name", "spec.credentialsSecretRef")
         if not credentials:
-            raise SpecInvalid("InvalidField", "spec.credentialsSecretRef.name is required: the Secret, in the "
+            raise SpecInvalid(reasons.INVALID_FIELD, "spec.credentialsSecretRef.name is required: the Secret, in the "
                                               "same namespace, with this storage's credentials")
     interval = spec.get("scanInterval")
-    return ClusterStorageSpec(
+    parsed = ClusterStorageSpec(
         name=str(meta.get("name") or ""),
         namespace=str(meta.get("namespace") or "default"),  # where kubectl puts a CR without one
         catalog=catalog,
@@ -122,6 +125,8 @@ def parse_cluster_storage(body: Mapping[str, Any], *, default_scan_interval: flo
         scan_interval=float(default_scan_interval) if interval is None else parse_scan_interval(interval),
         metastore_access=choice(spec, "metastoreAccess", METASTORE_ACCESS, DEFAULT_METASTORE_ACCESS),
     )
+    check_spec(CLUSTER_STORAGE.kind, body)  # what the checks above leave to the CRD's schema
+    return parsed
 
 
 # --- URIs ---------------------------------------------------------------------------------------------------
@@ -159,38 +164,38 @@ def _uri(value: Any, where: str, reason: str) -> LocationPrefix:
 
 def _filesystem(value: Any) -> LocationPrefix:
     if value is None:
-        raise SpecInvalid("InvalidFilesystem", "spec.filesystem is required: the URI of the storage, e.g. "
+        raise SpecInvalid(reasons.INVALID_FILESYSTEM, "spec.filesystem is required: the URI of the storage, e.g. "
                                                "hdfs://namenode:8020")
-    return _uri(value, "spec.filesystem", "InvalidFilesystem")
+    return _uri(value, "spec.filesystem", reasons.INVALID_FILESYSTEM)
 
 
 def _aliases(value: Any, filesystem: LocationPrefix) -> list[LocationPrefix]:
     if value is None:
         return []
     if not isinstance(value, list) or len(value) > MAX_ALIASES:
-        raise SpecInvalid("InvalidAlias", f"spec.aliases must be a list of at most {MAX_ALIASES} URIs")
+        raise SpecInvalid(reasons.INVALID_ALIAS, f"spec.aliases must be a list of at most {MAX_ALIASES} URIs")
     fs = canonical_uri(filesystem)
     found: list[LocationPrefix] = []
     for raw in value:
-        alias = _uri(raw, "spec.aliases[]", "InvalidAlias")
+        alias = _uri(raw, "spec.aliases[]", reasons.INVALID_ALIAS)
         if alias in found:
             continue  # the same location spelt twice: one drift source
         text = canonical_uri(alias)
         if not same_family(alias, filesystem):
-            raise SpecInvalid("SchemeChange", f"alias {text} is {alias.family} storage but the filesystem {fs} is "
+            raise SpecInvalid(reasons.SCHEME_CHANGE, f"alias {text} is {alias.family} storage but the filesystem {fs} is "
                                               f"{filesystem.family}: an alias is another spelling of the same "
                                               "storage. Moving tables to another kind of storage is a migration, "
                                               "done with a relocation that explicitly allows a scheme change, "
                                               "not drift; remove the alias")
         if alias == filesystem:
-            raise SpecInvalid("AliasOverlap", f"alias {text} is the filesystem itself; remove it from spec.aliases")
+            raise SpecInvalid(reasons.ALIAS_OVERLAP, f"alias {text} is the filesystem itself; remove it from spec.aliases")
         if overlapping(alias, filesystem):
-            raise SpecInvalid("AliasOverlap", f"alias {text} and the filesystem {fs} overlap (one is under the "
+            raise SpecInvalid(reasons.ALIAS_OVERLAP, f"alias {text} and the filesystem {fs} overlap (one is under the "
                                               "other), so repairing drift would rewrite locations that are "
                                               "already right, or again on every scan; remove the alias")
         for seen in found:
             if overlapping(alias, seen):
-                raise SpecInvalid("AliasOverlap", f"aliases {canonical_uri(seen)} and {text} overlap (one is "
+                raise SpecInvalid(reasons.ALIAS_OVERLAP, f"aliases {canonical_uri(seen)} and {text} overlap (one is "
                                                   "under the other), so a location would drift from both; keep "
                                                   "the shorter one")
         found.append(alias)
@@ -204,11 +209,11 @@ def parse_scan_interval(value: Any) -> float:
     (the policy's minimum is checked where the policy is known: reconcile.access)."""
     match = _SCAN_INTERVAL.fullmatch(value) if isinstance(value, str) and value else None
     if match is None:
-        raise SpecInvalid("InvalidScanInterval", f"spec.scanInterval {str(value)[:40]!r} is not a duration such "
+        raise SpecInvalid(reasons.INVALID_SCAN_INTERVAL, f"spec.scanInterval {str(value)[:40]!r} is not a duration such "
                                                  "as 30m, 1h, 90s or 45m30s (units d, h, m, s, largest first)")
     seconds = float(sum(int(n) * unit for n, unit in zip(match.groups(), _UNIT_SECONDS) if n is not None))
     if not MIN_SCAN_INTERVAL <= seconds <= MAX_SCAN_INTERVAL:
-        raise SpecInvalid("InvalidScanInterval", f"spec.scanInterval {value} is outside 1s to 7d: drift left for "
+        raise SpecInvalid(reasons.INVALID_SCAN_INTERVAL, f"spec.scanInterval {value} is outside 1s to 7d: drift left for "
                                                  "more than a week breaks queries for too long")
     return seconds
 
@@ -223,7 +228,7 @@ def _compute(value: Any) -> ComputeSpec:
     settings = mapping(raw.get(field), where)
     image = opt_str(settings, "image", where)
     if not image:
-        raise SpecInvalid("ComputeIncomplete", f"compute type {kind} needs {where}.image: the image its runs use")
+        raise SpecInvalid(reasons.COMPUTE_INCOMPLETE, f"compute type {kind} needs {where}.image: the image its runs use")
     account = opt_str(settings, "serviceAccountName", where) or None
     if kind == "KubernetesJob":
         resources = mapping(settings.get("resources"), f"{where}.resources")
@@ -253,17 +258,15 @@ def _count(raw: Mapping[str, Any], name: str, where: str) -> int | None:
 def _matching(raw: Mapping[str, Any], name: str, where: str, pattern: re.Pattern[str], form: str) -> str | None:
     value = opt_str(raw, name, where)
     if value is not None and not pattern.fullmatch(value):
-        raise SpecInvalid("InvalidField", f"{where}.{name} must be {form}")
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.{name} must be {form}")
     return value
 
 
 def _repair(value: Any) -> str:
     if value is None:
         return DEFAULT_REPAIR
-    if value is False:
-        return "Off"  # YAML 1.1 reads a bare Off as the boolean false
-    if value not in REPAIR_MODES:
-        raise SpecInvalid("InvalidField", f"spec.repair must be one of {', '.join(REPAIR_MODES)} (quote \"Off\" "
+    if value not in REPAIR_MODES:  # a bare Off in YAML 1.1 is the boolean false, which the API server refuses too
+        raise SpecInvalid(reasons.INVALID_FIELD, f"spec.repair must be one of {', '.join(REPAIR_MODES)} (quote \"Off\" "
                                           "in YAML)")
     return str(value)
 

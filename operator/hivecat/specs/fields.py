@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hivecat import reasons
 from hivecat.specs.errors import SpecInvalid
 
 
@@ -15,7 +16,7 @@ def mapping(value: Any, where: str) -> Mapping[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise SpecInvalid("InvalidField", f"{where} must be an object")
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where} must be an object")
     return value
 
 
@@ -30,10 +31,10 @@ def opt_str(raw: Mapping[str, Any], field: str, where: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise SpecInvalid("InvalidField", f"{where}.{field} must be a string (quote it in YAML)")
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.{field} must be a string (quote it in YAML)")
     found = _CONTROL.search(value)
     if found is not None:
-        raise SpecInvalid("InvalidField", f"{where}.{field} holds a control character (U+{ord(found.group()):04X}): "
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.{field} holds a control character (U+{ord(found.group()):04X}): "
                                           "remove it")
     return value
 
@@ -43,7 +44,7 @@ def whole(raw: Mapping[str, Any], field: str, where: str, default: int, low: int
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise SpecInvalid("InvalidField", f"{where}.{field} must be a whole number from {low} to {high}")
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.{field} must be a whole number from {low} to {high}")
     return value
 
 
@@ -52,7 +53,7 @@ def flag(raw: Mapping[str, Any], field: str, where: str, default: bool) -> bool:
     if value is None:
         return default
     if not isinstance(value, bool):
-        raise SpecInvalid("InvalidField", f"{where}.{field} must be true or false")
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.{field} must be true or false")
     return value
 
 
@@ -61,5 +62,5 @@ def choice(raw: Mapping[str, Any], field: str, allowed: Sequence[str], default: 
     if value is None:
         return default
     if value not in allowed:
-        raise SpecInvalid("InvalidField", f"{where}.{field} must be one of {', '.join(allowed)}")
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.{field} must be one of {', '.join(allowed)}")
     return str(value)

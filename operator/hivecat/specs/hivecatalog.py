@@ -10,13 +10,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from hivecat import reasons
 from hivecat.catalog.hive_site import control_character, secret_properties
-from hivecat.kinds import ANNOTATION_CONFIRM_MODE_SWITCH
+from hivecat.kinds import ANNOTATION_CONFIRM_MODE_SWITCH, HIVE_CATALOG
 # The module, not its names: hivecat.specs.mode imports SpecInvalid from this package, so whichever of
 # the two is imported first, the other may still be half-initialized here; its names are read at call time.
 from hivecat.specs import mode as mode_rule
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.fields import flag, mapping, opt_str, whole
+from hivecat.specs.schema import check_spec
 
 __all__ = ["DatabaseSpec", "GlueCredentialsRef", "GlueSpec", "HiveCatalogSpec", "MetastoreSpec", "SecretKeyRef",
            "SpecInvalid", "parse_hive_catalog"]
@@ -118,17 +120,17 @@ def parse_hive_catalog(body: Mapping[str, Any], *, default_image: str) -> HiveCa
     glue = _glue(spec["glue"]) if spec.get("glue") is not None else None
     runs_metastore = choice.mode in (mode_rule.THRIFT, mode_rule.HYBRID)
     if runs_metastore and database is None:
-        raise SpecInvalid("DatabaseMissing", f"a {choice.mode} catalog runs a Hive Metastore, which needs "
+        raise SpecInvalid(reasons.DATABASE_MISSING, f"a {choice.mode} catalog runs a Hive Metastore, which needs "
                                              "spec.database: add the database the metastore keeps its tables in")
     if choice.mode in (mode_rule.GLUE, mode_rule.HYBRID) and glue is None:
-        raise SpecInvalid("GlueMissing", f"a {choice.mode} catalog uses the AWS Glue Data Catalog, which needs "
+        raise SpecInvalid(reasons.GLUE_MISSING, f"a {choice.mode} catalog uses the AWS Glue Data Catalog, which needs "
                                          "spec.glue with at least its region")
     if runs_metastore and database is not None and database.type == "derby" and metastore.replicas > 1:
-        raise SpecInvalid("DerbyReplicas", "an embedded Derby database lives inside one metastore pod, so "
+        raise SpecInvalid(reasons.DERBY_REPLICAS, "an embedded Derby database lives inside one metastore pod, so "
                                            f"spec.metastore.replicas must be 0 or 1, not {metastore.replicas}; "
                                            "use MariaDB, MySQL or PostgreSQL for more replicas")
     annotations = meta.get("annotations") or {}
-    return HiveCatalogSpec(
+    parsed = HiveCatalogSpec(
         name=str(meta.get("name") or ""),
         namespace=str(meta.get("namespace") or "default"),  # where kubectl puts a CR without one
         uid=str(meta.get("uid") or ""),
@@ -143,36 +145,38 @@ def parse_hive_catalog(body: Mapping[str, Any], *, default_image: str) -> HiveCa
         glue=glue,
         confirm_mode_switch=str(annotations.get(ANNOTATION_CONFIRM_MODE_SWITCH, "")).strip().lower() == "true",
     )
+    check_spec(HIVE_CATALOG.kind, body)  # what the checks above leave to the CRD's schema
+    return parsed
 
 
 def _configurations(items: Any) -> dict[str, dict[str, str]]:
     if items is None:
         return {}
     if not isinstance(items, list):
-        raise SpecInvalid("InvalidField", "spec.configurations must be a list of classifications")
+        raise SpecInvalid(reasons.INVALID_FIELD, "spec.configurations must be a list of classifications")
     found: dict[str, dict[str, str]] = {}
     for item in items:
         item = mapping(item, "spec.configurations[]")
         classification = item.get("classification")
         if classification not in mode_rule.CLASSIFICATIONS:
-            raise SpecInvalid("UnknownClassification",
+            raise SpecInvalid(reasons.UNKNOWN_CLASSIFICATION,
                               f"spec.configurations has classification {classification!r}; hivecat knows "
                               f"{', '.join(mode_rule.CLASSIFICATIONS)}")
         if classification in found:
-            raise SpecInvalid("DuplicateClassification", f"spec.configurations lists {classification} twice; "
+            raise SpecInvalid(reasons.DUPLICATE_CLASSIFICATION, f"spec.configurations lists {classification} twice; "
                                                          "merge its properties into one entry")
         properties = mapping(item.get("properties"), f"spec.configurations[{classification}].properties")
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items()):
-            raise SpecInvalid("InvalidField", f"the properties of classification {classification} must be "
+            raise SpecInvalid(reasons.INVALID_FIELD, f"the properties of classification {classification} must be "
                                               "strings; quote numbers and booleans in YAML")
         if (control := control_character(properties)) is not None:  # the CRD's rule
-            raise SpecInvalid("InvalidField", f"classification {classification}: {control.describe()}; names "
+            raise SpecInvalid(reasons.INVALID_FIELD, f"classification {classification}: {control.describe()}; names "
                                               "and values take no tabs, line breaks or other characters below "
                                               "U+0020, nor U+007F (they would break hive-site.xml or "
                                               "spark-defaults.conf)")
         refused = secret_properties(properties)
         if refused:
-            raise SpecInvalid("SecretInConfiguration",
+            raise SpecInvalid(reasons.SECRET_IN_CONFIGURATION,
                               f"classification {classification} sets {', '.join(refused)}, which carry secrets; "
                               "configurations are published to anyone who can read ConfigMaps. Remove them and "
                               "reference a Secret instead (spec.database.passwordSecretRef, "
@@ -186,19 +190,19 @@ def _metastore(raw: Mapping[str, Any], default_image: str) -> MetastoreSpec:
     image = opt_str(raw, "image", where) or default_image
     pull = opt_str(raw, "imagePullPolicy", where)
     if pull is not None and pull not in PULL_POLICIES:
-        raise SpecInvalid("InvalidField", f"{where}.imagePullPolicy must be one of {', '.join(PULL_POLICIES)}")
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.imagePullPolicy must be one of {', '.join(PULL_POLICIES)}")
     replicas = whole(raw, "replicas", where, 1, 0, 32)
     warehouse = opt_str(raw, "warehouseDir", where)
     if warehouse is not None and not _URI.fullmatch(warehouse):
-        raise SpecInvalid("InvalidField", f"{where}.warehouseDir must be a full URI with a scheme, e.g. "
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.warehouseDir must be a full URI with a scheme, e.g. "
                                           "hdfs://namenode:8020/user/hive/warehouse")
     hive_version = (opt_str(raw, "hiveVersion", where) or DEFAULT_HIVE_VERSION).strip()
     if not HIVE_VERSION.fullmatch(hive_version):
-        raise SpecInvalid("InvalidHiveVersion", f"{where}.hiveVersion {hive_version!r} is not a Hive release "
+        raise SpecInvalid(reasons.INVALID_HIVE_VERSION, f"{where}.hiveVersion {hive_version!r} is not a Hive release "
                                                 "such as 3.1.3 or 4.0.1; set it to the Hive the image runs")
     hive_home = opt_str(raw, "hiveHome", where) or DEFAULT_HIVE_HOME
     if not HIVE_HOME.fullmatch(hive_home):
-        raise SpecInvalid("InvalidField", f"{where}.hiveHome must be an absolute path of letters, digits, "
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.hiveHome must be an absolute path of letters, digits, "
                                           "dots, dashes, underscores and slashes, e.g. /opt/hive")
     return MetastoreSpec(
         image=image,
@@ -217,13 +221,13 @@ def _database(value: Any) -> DatabaseSpec:
     raw = mapping(value, where)
     kind = raw.get("type")
     if kind not in DIALECTS:
-        raise SpecInvalid("InvalidField", f"{where}.type must be one of {', '.join(DIALECTS)}")
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.type must be one of {', '.join(DIALECTS)}")
     if kind == "derby":
         return DatabaseSpec("derby", None, 0, None, None, None)
     host, name, user = (opt_str(raw, field, where) for field in ("host", "name", "user"))
     ref = raw.get("passwordSecretRef")
     if not (host and name and user and ref):
-        raise SpecInvalid("DatabaseIncomplete", f"a {kind} database needs {where}.host, name, user and "
+        raise SpecInvalid(reasons.DATABASE_INCOMPLETE, f"a {kind} database needs {where}.host, name, user and "
                                                 "passwordSecretRef")
     ref = mapping(ref, f"{where}.passwordSecretRef")
     password = SecretKeyRef(_ref_name(ref, f"{where}.passwordSecretRef"),
@@ -236,13 +240,13 @@ def _glue(value: Any) -> GlueSpec:
     raw = mapping(value, where)
     region = opt_str(raw, "region", where)
     if not region:
-        raise SpecInvalid("GlueMissing", f"{where}.region is required, e.g. eu-west-1")
+        raise SpecInvalid(reasons.GLUE_MISSING, f"{where}.region is required, e.g. eu-west-1")
     role_arn = opt_str(raw, "roleArn", where)
     credentials = None
     if raw.get("credentialsSecretRef") is not None:
         ref = mapping(raw["credentialsSecretRef"], f"{where}.credentialsSecretRef")
         if role_arn:
-            raise SpecInvalid("GlueCredentialsConflict", f"{where}.credentialsSecretRef and roleArn exclude each "
+            raise SpecInvalid(reasons.GLUE_CREDENTIALS_CONFLICT, f"{where}.credentialsSecretRef and roleArn exclude each "
                                                          "other: keep the one the catalog should use")
         credentials = GlueCredentialsRef(
             _ref_name(ref, f"{where}.credentialsSecretRef"),
@@ -257,12 +261,12 @@ def _glue(value: Any) -> GlueSpec:
 def _ref_name(ref: Mapping[str, Any], where: str) -> str:
     name = opt_str(ref, "name", where)
     if not name:
-        raise SpecInvalid("InvalidField", f"{where}.name is required: the Secret in the catalog's namespace")
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.name is required: the Secret in the catalog's namespace")
     return name
 
 
 def _key(ref: Mapping[str, Any], field: str, where: str, default: str) -> str:
     key = opt_str(ref, field, where) or default
     if not _KEY.fullmatch(key):
-        raise SpecInvalid("InvalidField", f"{where}.{field} must be a Secret key (letters, digits, '-', '_', '.')")
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.{field} must be a Secret key (letters, digits, '-', '_', '.')")
     return key

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from hivecat import reasons
 from hivecat.specs.errors import SpecInvalid
 
 THRIFT: Final = "Thrift"
@@ -49,13 +50,13 @@ def derive_mode(configurations: Mapping[str, Mapping[str, str]], explicit_mode: 
     """The effective mode, or SpecInvalid("ModeContradiction") when `explicit_mode` disagrees with the
     classifications (`configurations`: classification → properties)."""
     if explicit_mode is not None and explicit_mode not in MODES:
-        raise SpecInvalid("InvalidMode", f"spec.mode {explicit_mode!r} is not one of {', '.join(MODES)}")
+        raise SpecInvalid(reasons.INVALID_MODE, f"spec.mode {explicit_mode!r} is not one of {', '.join(MODES)}")
     hive = uses_glue_factory(configurations.get(HIVE_SITE))
     spark = uses_glue_factory(configurations.get(SPARK_HIVE_SITE))
     derived = GLUE if hive else HYBRID if spark else None  # None: no factory, any explicit mode goes
     if explicit_mode is not None and derived is not None and explicit_mode != derived:
         where = "hive-site" if hive else "only spark-hive-site"
-        raise SpecInvalid("ModeContradiction",
+        raise SpecInvalid(reasons.MODE_CONTRADICTION,
                           f"spec.mode is {explicit_mode}, but spec.configurations sets the Glue client factory in "
                           f"{where}, which means {derived}. Change spec.mode to {derived}, or remove "
                           f"{FACTORY_PROPERTY} from the classifications")

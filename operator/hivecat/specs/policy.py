@@ -13,9 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from hivecat import reasons
+from hivecat.kinds import CATALOG_POLICY
 from hivecat.locations.prefix import InvalidLocation, LocationPrefix, parse_prefix
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.fields import flag, mapping, opt_str, whole
+from hivecat.specs.schema import check_spec
 from hivecat.specs.tablereplica import parse_duration
 
 COMPUTE_TYPES: Final = ("Local", "KubernetesJob", "SparkApplication")
@@ -121,16 +124,18 @@ def parse_catalog_policy(body: Mapping[str, Any]) -> CatalogPolicySpec:
     """The typed policy, or SpecInvalid("PolicyInvalid", ...) naming the first problem."""
     name = str((body.get("metadata") or {}).get("name") or "")
     try:
-        return _parse(name, mapping(body.get("spec"), "spec"))
+        parsed = _parse(name, mapping(body.get("spec"), "spec"))
+        check_spec(CATALOG_POLICY.kind, body)  # what the checks above leave to the CRD's schema
+        return parsed
     except SpecInvalid as invalid:
-        raise SpecInvalid("PolicyInvalid", f"CatalogPolicy {name}: {invalid.message}") from None
+        raise SpecInvalid(reasons.POLICY_INVALID, f"CatalogPolicy {name}: {invalid.message}") from None
 
 
 def _parse(name: str, spec: Mapping[str, Any]) -> CatalogPolicySpec:
     namespaces = tuple(_names(spec.get("namespaces"), "spec.namespaces"))
     labels, expressions = _selector(spec.get("namespaceSelector"))
     if not namespaces and labels is None:
-        raise SpecInvalid("InvalidField", "name the namespaces it grants to: spec.namespaces or "
+        raise SpecInvalid(reasons.INVALID_FIELD, "name the namespaces it grants to: spec.namespaces or "
                                           "spec.namespaceSelector")
     compute = spec.get("compute")
     return CatalogPolicySpec(
@@ -152,7 +157,7 @@ def _list(spec: Mapping[str, Any], key: str) -> Sequence[Any]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise SpecInvalid("InvalidField", f"spec.{key} must be a list")
+        raise SpecInvalid(reasons.INVALID_FIELD, f"spec.{key} must be a list")
     return value
 
 
@@ -160,7 +165,7 @@ def _strings(value: Any, where: str) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise SpecInvalid("InvalidField", f"{where} must be a list of non-empty strings")
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where} must be a list of non-empty strings")
     return [v.strip() for v in value]
 
 
@@ -168,7 +173,7 @@ def _names(value: Any, where: str) -> list[str]:
     names = _strings(value, where)
     for item in names:
         if len(item) > 63 or not _NAME.fullmatch(item) or "." in item:
-            raise SpecInvalid("InvalidField", f"{where}: {item[:70]!r} is not a namespace name")
+            raise SpecInvalid(reasons.INVALID_FIELD, f"{where}: {item[:70]!r} is not a namespace name")
     return names
 
 
@@ -176,7 +181,7 @@ def _choices(value: Any, where: str, allowed: Sequence[str]) -> list[str]:
     items = _strings(value, where)
     wrong = [item for item in items if item not in allowed]
     if wrong:
-        raise SpecInvalid("InvalidField", f"{where}: {wrong[0]!r} is not one of {', '.join(allowed)}")
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}: {wrong[0]!r} is not one of {', '.join(allowed)}")
     return items
 
 
@@ -186,22 +191,22 @@ def _selector(value: Any) -> tuple[dict[str, str] | None, tuple[SelectorRequirem
     raw = mapping(value, "spec.namespaceSelector")
     labels = mapping(raw.get("matchLabels"), "spec.namespaceSelector.matchLabels")
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
-        raise SpecInvalid("InvalidField", "spec.namespaceSelector.matchLabels must map strings to strings")
+        raise SpecInvalid(reasons.INVALID_FIELD, "spec.namespaceSelector.matchLabels must map strings to strings")
     expressions = []
     for i, item in enumerate(_list(raw, "matchExpressions")):
         where = f"spec.namespaceSelector.matchExpressions[{i}]"
         item = mapping(item, where)
         key, operator = opt_str(item, "key", where), opt_str(item, "operator", where)
         if not key or operator not in SELECTOR_OPERATORS:
-            raise SpecInvalid("InvalidField", f"{where} needs a key and an operator of "
+            raise SpecInvalid(reasons.INVALID_FIELD, f"{where} needs a key and an operator of "
                                               f"{', '.join(SELECTOR_OPERATORS)}")
         values = tuple(_strings(item.get("values"), f"{where}.values"))
         if (operator in ("In", "NotIn")) != bool(values):
-            raise SpecInvalid("InvalidField", f"{where}: {operator} takes values only with In and NotIn, and "
+            raise SpecInvalid(reasons.INVALID_FIELD, f"{where}: {operator} takes values only with In and NotIn, and "
                                               "needs at least one there")
         expressions.append(SelectorRequirement(key, operator, values))
     if not labels and not expressions:
-        raise SpecInvalid("InvalidField", "spec.namespaceSelector selects every namespace; name matchLabels or "
+        raise SpecInvalid(reasons.INVALID_FIELD, "spec.namespaceSelector selects every namespace; name matchLabels or "
                                           "matchExpressions (an empty selector would grant to all teams)")
     return dict(labels), tuple(expressions)
 
@@ -210,11 +215,11 @@ def _storage(value: Any, where: str) -> StorageGrant:
     raw = mapping(value, where)
     prefix = opt_str(raw, "prefix", where)
     if not prefix:
-        raise SpecInvalid("InvalidField", f"{where}.prefix is required, e.g. s3://team-a-dr/warehouse")
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.prefix is required, e.g. s3://team-a-dr/warehouse")
     try:
         parsed = parse_prefix(prefix)
     except InvalidLocation as exc:
-        raise SpecInvalid("InvalidField", f"{where}.prefix: {exc}") from None
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.prefix: {exc}") from None
     return StorageGrant(parsed, shared=flag(raw, "shared", where, False),
                         ambient_credentials=flag(raw, "ambientCredentials", where, False))
 
@@ -222,7 +227,7 @@ def _storage(value: Any, where: str) -> StorageGrant:
 def _host(raw: Mapping[str, Any], where: str) -> str:
     host = opt_str(raw, "host", where)
     if not host or not _HOST.fullmatch(host):
-        raise SpecInvalid("InvalidField", f"{where}.host must be a host name or address")
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.host must be a host name or address")
     return host.lower()
 
 
@@ -236,7 +241,7 @@ def _glue(value: Any, where: str) -> GlueGrant:
     raw = mapping(value, where)
     region = opt_str(raw, "region", where)
     if not region:
-        raise SpecInvalid("InvalidField", f"{where}.region is required")
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.region is required")
     return GlueGrant(region, tuple(_strings(raw.get("catalogIds"), f"{where}.catalogIds")),
                      opt_str(raw, "endpoint", where) or None,
                      tuple(_strings(raw.get("roleArns"), f"{where}.roleArns")),
@@ -248,12 +253,12 @@ def _address(value: Any, where: str) -> MetastoreAddress:
     catalog, address = opt_str(raw, "catalog", where), opt_str(raw, "address", where)
     match = _ADDRESS.fullmatch(address or "")
     if not catalog or match is None or not 0 < int(match["port"]) < 65536:
-        raise SpecInvalid("InvalidField", f"{where} needs a catalog name and an address host:port")
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where} needs a catalog name and an address host:port")
     return MetastoreAddress(catalog, match["host"].strip("[]"), int(match["port"]))
 
 
 def _minimums(raw: Mapping[str, Any]) -> Minimums:
     def seconds(key: str) -> float | None:
         value = raw.get(key)
-        return None if value is None else parse_duration(value, f"spec.minimums.{key}", "InvalidField")
+        return None if value is None else parse_duration(value, f"spec.minimums.{key}", reasons.INVALID_FIELD)
     return Minimums(seconds("syncInterval"), seconds("housekeepingDelay"), seconds("scanInterval"))

@@ -10,9 +10,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from hivecat import reasons
 from hivecat.durations import duration_seconds
+from hivecat.kinds import TABLE_REPLICA
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.fields import choice, flag, mapping, opt_str, whole
+from hivecat.specs.schema import check_spec
 
 __all__ = ["CopySettings", "TableReplicaSpec", "parse_table_replica", "parse_duration", "SpecInvalid"]
 
@@ -69,7 +72,7 @@ def parse_table_replica(body: Mapping[str, Any]) -> TableReplicaSpec:
     spec = mapping(body.get("spec"), "spec")
     catalog = opt_str(mapping(spec.get("catalogRef"), "spec.catalogRef"), "name", "spec.catalogRef")
     if not catalog:
-        raise SpecInvalid("InvalidField", "spec.catalogRef.name is required: the HiveCatalog, in the same "
+        raise SpecInvalid(reasons.INVALID_FIELD, "spec.catalogRef.name is required: the HiveCatalog, in the same "
                                           "namespace, that holds the table")
     database = _identifier(spec, "database", "default")
     table = _identifier(spec, "table", None)
@@ -80,15 +83,15 @@ def parse_table_replica(body: Mapping[str, Any]) -> TableReplicaSpec:
     secondaries = _secondaries(spec.get("secondaries"))
     active = _cluster(spec, "active")
     if primary is not None and primary in secondaries:
-        raise SpecInvalid("InvalidClusters", f"spec.primary {primary} must not also be listed in spec.secondaries")
+        raise SpecInvalid(reasons.INVALID_CLUSTERS, f"spec.primary {primary} must not also be listed in spec.secondaries")
     if active is not None and active != primary and active not in secondaries:
-        raise SpecInvalid("InvalidClusters", f"spec.active {active} must name spec.primary or one of "
+        raise SpecInvalid(reasons.INVALID_CLUSTERS, f"spec.active {active} must name spec.primary or one of "
                                              "spec.secondaries")
     schedule = mapping(spec.get("schedule"), "spec.schedule")
     interval = schedule.get("interval")
     copy = mapping(spec.get("copy"), "spec.copy")
     delay = mapping(spec.get("housekeeping"), "spec.housekeeping").get("delay")
-    return TableReplicaSpec(
+    parsed = TableReplicaSpec(
         name=str(meta.get("name") or ""),
         namespace=str(meta.get("namespace") or "default"),
         catalog=catalog,
@@ -108,12 +111,14 @@ def parse_table_replica(body: Mapping[str, Any]) -> TableReplicaSpec:
         ),
         suspend=flag(spec, "suspend", "spec", False),
         housekeeping_delay=DEFAULT_HOUSEKEEPING_DELAY if delay is None
-        else parse_duration(delay, "spec.housekeeping.delay", "InvalidField"),
+        else parse_duration(delay, "spec.housekeeping.delay", reasons.INVALID_FIELD),
         uid=str(meta.get("uid") or ""),
     )
+    check_spec(TABLE_REPLICA.kind, body)  # what the checks above leave to the CRD's schema
+    return parsed
 
 
-def parse_duration(value: Any, where: str, reason: str = "InvalidSchedule") -> float:
+def parse_duration(value: Any, where: str, reason: str = reasons.INVALID_SCHEDULE) -> float:
     """Seconds of a Go-style duration such as 15m, 1h30m or 90s, within MIN_INTERVAL..MAX_INTERVAL."""
     seconds = duration_seconds(value) if isinstance(value, str) else None
     if seconds is None:
@@ -129,7 +134,7 @@ def _identifier(spec: Mapping[str, Any], field: str, default: str | None) -> str
     if value is None and default is not None:
         return default
     if not value or not _IDENTIFIER.fullmatch(value):
-        raise SpecInvalid("InvalidField", f"spec.{field} must be a Hive name of letters, digits and underscores "
+        raise SpecInvalid(reasons.INVALID_FIELD, f"spec.{field} must be a Hive name of letters, digits and underscores "
                                           "(at most 128)")
     return value.lower()  # Hive keeps database and table names in lower case
 
@@ -139,17 +144,17 @@ def _cluster(spec: Mapping[str, Any], field: str) -> str | None:
     if value is None:
         return None
     if len(value) > 253 or not _NAME.fullmatch(value):
-        raise SpecInvalid("InvalidField", f"spec.{field} must be the name of a ClusterStorage")
+        raise SpecInvalid(reasons.INVALID_FIELD, f"spec.{field} must be the name of a ClusterStorage")
     return value
 
 
 def _secondaries(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not value:
-        raise SpecInvalid("InvalidClusters", "spec.secondaries must list at least one ClusterStorage to copy to")
+        raise SpecInvalid(reasons.INVALID_CLUSTERS, "spec.secondaries must list at least one ClusterStorage to copy to")
     if len(value) > MAX_SECONDARIES:
-        raise SpecInvalid("InvalidClusters", f"spec.secondaries lists {len(value)} ClusterStorages; at most "
+        raise SpecInvalid(reasons.INVALID_CLUSTERS, f"spec.secondaries lists {len(value)} ClusterStorages; at most "
                                              f"{MAX_SECONDARIES}")
     names = tuple(_cluster({"secondaries": item}, "secondaries") or "" for item in value)
     if len(set(names)) != len(names):
-        raise SpecInvalid("InvalidClusters", "spec.secondaries must not contain duplicates")
+        raise SpecInvalid(reasons.INVALID_CLUSTERS, "spec.secondaries must not contain duplicates")
     return names

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
+from hivecat import reasons
+
 # 4.0.1, 2.3.10, 4.0.0-beta-1, 4.0.0-alpha-2 (Hive's own spellings); nothing else is a Hive version.
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:-(alpha|beta|rc)-(\d+))?")
 _STAGES = {"alpha": 0, "beta": 1, "rc": 2}
@@ -90,10 +92,10 @@ def decide_schema(state: SchemaStateLike, hive_version: str) -> SchemaDecision:
     try:
         wanted = schema_version_of(hive_version)
     except ValueError as exc:
-        return Refuse("InvalidHiveVersion", f"spec.metastore.hiveVersion: {exc}; set it to the Hive release "
+        return Refuse(reasons.INVALID_HIVE_VERSION, f"spec.metastore.hiveVersion: {exc}; set it to the Hive release "
                                             "the metastore image runs")
     if state.version_rows > 1:
-        return Refuse("AmbiguousVersion",
+        return Refuse(reasons.AMBIGUOUS_VERSION,
                       f"the metastore database's VERSION table holds {state.version_rows} rows, so its schema "
                       "version is ambiguous; Hive keeps exactly one. Find out which version the schema really "
                       "is (compare its tables with Hive's schema scripts), keep only that row, and the operator "
@@ -101,7 +103,7 @@ def decide_schema(state: SchemaStateLike, hive_version: str) -> SchemaDecision:
     if state.version is None or state.version_rows == 0:
         if not state.has_tables:
             return Init(wanted)
-        return Refuse("SchemaWithoutVersion",
+        return Refuse(reasons.SCHEMA_WITHOUT_VERSION,
                       "the metastore database holds tables but no schema version (an empty or missing VERSION "
                       "table): it was made by a metastore with datanucleus.schema.autoCreateAll, or it is "
                       "damaged or not a metastore. Hive's schema tool cannot upgrade such a schema and must not "
@@ -109,7 +111,7 @@ def decide_schema(state: SchemaStateLike, hive_version: str) -> SchemaDecision:
                       "schema it holds and that it matches Hive's scripts, record it in the VERSION table")
     found = _parse(state.version)
     if found is None:
-        return Refuse("SchemaVersionUnknown",
+        return Refuse(reasons.SCHEMA_VERSION_UNKNOWN,
                       f"the metastore database records schema version {state.version!r}, which is not a Hive "
                       "schema version; the operator will not run the schema tool on it. Check the VERSION table")
     target = _parse(wanted)
@@ -118,7 +120,7 @@ def decide_schema(state: SchemaStateLike, hive_version: str) -> SchemaDecision:
         return Ready(state.version.strip())
     if found < target:
         return Upgrade(state.version.strip(), wanted)
-    return Refuse("SchemaNewerThanImage",
+    return Refuse(reasons.SCHEMA_NEWER_THAN_IMAGE,
                   f"the metastore database holds schema {state.version.strip()}, newer than the {wanted} that "
                   f"Hive {hive_version.strip()} (spec.metastore.hiveVersion) uses; a downgrade is refused. Use a "
                   f"metastore image of Hive {_release_line(state.version.strip())} or later and set hiveVersion "
