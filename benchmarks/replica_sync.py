@@ -64,7 +64,10 @@ class EngineInProcess:
     def __init__(self) -> None:
         self.launched = 0
 
-    def run(self, plan, copy, stopped) -> LaunchResult:
+    def observe(self) -> None:
+        return None
+
+    def start(self, plan, copy) -> LaunchResult:
         self.launched += 1
         summary = Copier(plan, CopyOptions(delete=True), Storage(), engine="local").run()
         return LaunchResult(SUCCEEDED if summary.status == "succeeded" else "Failed", "", summary.run_id)

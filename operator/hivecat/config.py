@@ -25,6 +25,9 @@ DEFAULT_MIN_SYNC_INTERVAL = 60.0          # TableReplica spec.schedule.interval
 DEFAULT_MIN_HOUSEKEEPING_DELAY = 3600.0   # TableReplica spec.housekeeping.delay
 DEFAULT_MIN_SCAN_INTERVAL = 60.0          # ClusterStorage spec.scanInterval
 EXACT_NAMESPACES_ENV = "HIVECAT_EXACT_NAMESPACES"
+DEFAULT_WORKERS = 4                    # threads per kind
+DEFAULT_LOCAL_COPIES = 2               # Local copy processes at once
+DEFAULT_STARTUP_SPREAD_SECONDS = 30.0  # the first syncs after a start, spread over this long
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,13 @@ class OperatorConfig:
     # HIVECAT_EXACT_NAMESPACES: `hivecat run` sets it when it watches named namespaces only (no -A, no
     # pattern): kopf then needs not list namespaces or CRDs to find what it watches.
     exact_namespaces: bool = False
+    # HIVECAT_WORKERS: threads per kind for blocking passes (HiveCatalog checks, ClusterStorage registrations and
+    # scans, TableReplica syncs), so that one kind's slow passes never hold another's
+    workers: int = DEFAULT_WORKERS
+    # HIVECAT_LOCAL_COPIES: Local copy processes running at once (each ~120 MB); more wait for a slot
+    local_copies: int = DEFAULT_LOCAL_COPIES
+    # HIVECAT_STARTUP_SPREAD_SECONDS: after a start, the first syncs are spread over this long (0: all at once)
+    startup_spread_seconds: float = DEFAULT_STARTUP_SPREAD_SECONDS
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] = os.environ) -> "OperatorConfig":
@@ -83,16 +93,29 @@ class OperatorConfig:
                                              DEFAULT_MIN_HOUSEKEEPING_DELAY),
             min_scan_interval=_duration(environ.get("HIVECAT_MIN_SCAN_INTERVAL", ""), DEFAULT_MIN_SCAN_INTERVAL),
             exact_namespaces=environ.get(EXACT_NAMESPACES_ENV) == "true",
+            workers=_count(environ.get("HIVECAT_WORKERS", ""), DEFAULT_WORKERS),
+            local_copies=_count(environ.get("HIVECAT_LOCAL_COPIES", ""), DEFAULT_LOCAL_COPIES),
+            startup_spread_seconds=_seconds(environ.get("HIVECAT_STARTUP_SPREAD_SECONDS", ""),
+                                            DEFAULT_STARTUP_SPREAD_SECONDS, zero=True),
         )
 
 
-def _seconds(text: str, default: float) -> float:
-    """A positive number of seconds; anything else (unset, bad) falls back to the default."""
+def _seconds(text: str, default: float, zero: bool = False) -> float:
+    """A positive number of seconds (or 0, where `zero` allows it); anything else (unset, bad): the default."""
     try:
         value = float(text)
     except ValueError:
         return default
-    return value if 0 < value < 86400 else default
+    return value if 0 < value < 86400 or (zero and value == 0) else default
+
+
+def _count(text: str, default: int) -> int:
+    """A whole number from 1 to 64; anything else (unset, bad) falls back to the default."""
+    try:
+        value = int(text)
+    except ValueError:
+        return default
+    return value if 1 <= value <= 64 else default
 
 
 def _duration(text: str, default: float) -> float:

@@ -58,6 +58,12 @@ LOOP_LAG = Histogram("hivecat_event_loop_lag_seconds", "How late the event loop 
                      buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, float("inf")), registry=REGISTRY)
 LOOP_LAG_MAX = Gauge("hivecat_event_loop_lag_max_seconds", "The event loop's worst lag since the operator started",
                      registry=REGISTRY)
+WORKERS_BUSY = Gauge("hivecat_workers_busy", "Threads of a kind's pool running a pass (the pool's size is the "
+                     "Helm value concurrency.workersPerKind)", ("kind",), registry=REGISTRY)
+WORK_WAITING = Gauge("hivecat_work_waiting", "Passes of a kind waiting for a thread of its pool", ("kind",),
+                     registry=REGISTRY)
+LOCAL_COPIES = Gauge("hivecat_local_copies_running", "Local copy processes running (at most the Helm value "
+                     "concurrency.localCopies)", registry=REGISTRY)
 _OUTCOMES = ("rewritten", "skipped", "conflicted", "refused", "failed")
 
 

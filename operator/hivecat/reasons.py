@@ -150,6 +150,7 @@ JOURNAL_NOT_CONFIGURED: Final = "JournalNotConfigured"      # a switch of a Glue
 FAILOVER_REFUSED: Final = "FailoverRefused"                 # the switch's gate (replication.failover)
 FAILBACK_REFUSED: Final = "FailbackRefused"
 FAILBACK_CANCELLED: Final = "FailbackCancelled"
+FAILBACK_COPYING: Final = "FailbackCopying"                 # the failback's copy runs; the switch follows it
 RELOCATION_REFUSED: Final = "RelocationRefused"             # the location engine refused the switch's relocation
 SYNCED: Final = "Synced"                                    # Events: Normal ...
 FAILED_OVER: Final = "FailedOver"

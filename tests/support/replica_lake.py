@@ -93,7 +93,10 @@ class InProcess:
     def __init__(self) -> None:
         self.plans: list[CopyPlan] = []
 
-    def run(self, plan: CopyPlan, copy: CopySettings, stopped) -> LaunchResult:
+    def observe(self) -> None:
+        return None
+
+    def start(self, plan: CopyPlan, copy: CopySettings) -> LaunchResult:
         self.plans.append(plan)
         summary = Copier(plan, CopyOptions(verify=copy.verify, delete=True), Storage(), engine="local").run()
         totals = summary.totals()
@@ -107,7 +110,10 @@ class Liar:
     def __init__(self) -> None:
         self.runs = 0
 
-    def run(self, plan: CopyPlan, copy: CopySettings, stopped) -> LaunchResult:
+    def observe(self) -> None:
+        return None
+
+    def start(self, plan: CopyPlan, copy: CopySettings) -> LaunchResult:
         self.runs += 1
         return LaunchResult(SUCCEEDED, "")
 

@@ -11,9 +11,10 @@ import pytest
 
 from hivecat.catalog.model import PartitionInfo
 from hivecat.copy.manifest import MANIFEST_NAME
-from hivecat.reconcile.tablereplica import copy_targets, format_duration, resolve_clusters
+from hivecat.reconcile.replica_status import format_duration
+from hivecat.reconcile.tablereplica import copy_targets, resolve_clusters
 from hivecat.replication.bookkeeping import replica_key
-from hivecat.replication.launch import FAILED, LaunchResult
+from hivecat.replication.launch import FAILED, RUNNING, WAITING, LaunchResult
 from hivecat.specs.errors import SpecInvalid
 from support.replica_lake import (NOW, InProcess, Liar, MemoryCatalog, lake, locations, replica, run,  # noqa: F401
                                   write_partition)
@@ -111,8 +112,8 @@ def test_a_unit_that_moves_during_the_sync_is_not_recorded(lake) -> None:
     _, clusters, catalog, _ = lake
 
     class Mover(InProcess):
-        def run(self, plan, copy, stopped):
-            result = super().run(plan, copy, stopped)
+        def start(self, plan, copy):
+            result = super().start(plan, copy)
             moved = catalog.partitions[("2026-11-03",)]
             catalog.partitions[("2026-11-03",)] = PartitionInfo("sales", "events", moved.values, "file:///elsewhere")
             return result
@@ -128,8 +129,8 @@ def test_a_unit_that_moves_during_the_sync_is_not_recorded(lake) -> None:
 def test_a_failed_copy_is_retried_with_backoff(lake) -> None:
     _, clusters, catalog, _ = lake
 
-    class Failing:
-        def run(self, plan, copy, stopped):
+    class Failing(InProcess):
+        def start(self, plan, copy):
             return LaunchResult(FAILED, "1 unit(s) failed: disk full")
 
     out = run(replica(secondaries=["dr1"]), catalog, clusters, Failing())
@@ -339,3 +340,150 @@ def test_a_switch_whose_journal_cannot_be_written_is_a_condition_and_nothing_mov
     assert locations(locked) == before and out.failed and out.status["phase"] == "Degraded"
     ready = next(c for c in out.conditions if c.type == "Ready")
     assert (ready.status, ready.reason) == ("False", "JournalUnavailable") and "grant it" in ready.message
+
+
+def test_a_pass_starts_a_copy_and_ends_and_a_later_pass_reads_verifies_and_records_it(lake) -> None:
+    """No pass waits for a copy: the first starts it (Copying, nothing recorded, no Event), the copy ends
+    meanwhile, and the next reads its end, checks the units and records them."""
+    _, clusters, catalog, _ = lake
+
+    class Deferred(InProcess):
+        def __init__(self) -> None:
+            super().__init__()
+            self.started: list = []
+            self.ended: LaunchResult | None = None
+
+        def observe(self):
+            ended, self.ended = self.ended, None
+            if ended is not None:
+                return ended
+            return LaunchResult(RUNNING, "Job runs", "run-7") if self.started else None
+
+        def start(self, plan, copy):
+            self.started.append((plan, copy))
+            return LaunchResult(RUNNING, "Job started", "run-7", units=tuple(u.id for u in plan.units))
+
+        def finish(self) -> None:
+            plan, copy = self.started.pop()
+            result = super().start(plan, copy)
+            self.ended = LaunchResult(result.outcome, "", "run-7", result.files_copied, result.bytes_copied,
+                                      units=tuple(u.id for u in plan.units))
+
+    launcher = Deferred()
+    first = run(replica(secondaries=["dr1"]), catalog, clusters, launcher)
+    assert first.in_flight and not first.failed and first.events == []
+    dr1 = first.status["replicas"][1]
+    assert dr1["state"] == "Copying" and dr1["copyRunId"] == "run-7" and "lastOutcome" not in dr1
+    assert replica_key("dr1", "location") not in catalog.params("2026-11-01")
+    assert "copying (run run-7)" in next(c for c in first.conditions if c.type == "InSync").message
+
+    again = run(replica(secondaries=["dr1"]), catalog, clusters, launcher, "r2")  # still running: nothing new
+    assert again.in_flight and len(launcher.started) == 1 and launcher.plans == []
+
+    launcher.finish()
+    last = run(replica(secondaries=["dr1"]), catalog, clusters, launcher, "r3")
+    assert not last.in_flight and last.status["phase"] == "InSync"
+    assert last.status["replicas"][1]["lastOutcome"] == "Succeeded" and "copyRunId" not in last.status["replicas"][1]
+    assert replica_key("dr1", "location") in catalog.params("2026-11-01")
+    assert last.events[0][:2] == ("Normal", "Synced")
+
+
+def test_a_copy_that_cannot_start_yet_waits_and_says_why(lake) -> None:
+    _, clusters, catalog, _ = lake
+
+    class Full(InProcess):
+        def start(self, plan, copy):
+            return LaunchResult(WAITING, "2 Local copies run already")
+
+    out = run(replica(secondaries=["dr1"]), catalog, clusters, Full())
+    assert out.in_flight and not out.failed and out.status["replicas"][1]["state"] == "Copying"
+    assert "the copy waits: 2 Local copies run already" in next(c for c in out.conditions
+                                                                if c.type == "InSync").message
+
+
+def test_a_sync_whose_copies_end_in_different_passes_reports_each_copy_once_under_its_own_id(lake) -> None:
+    """dr1's copy ends before dr2's: the pass that reads dr2's end continues the sync (its id, its start) and
+    still says dr1's copy succeeded, with the units recorded earlier; one Synced Event, at the end."""
+    from hivecat.reconcile.tablereplica import sync_pass
+    from support.replica_lake import Ports
+    from hivecat.reconcile.clusterstorage import Backend
+    _, clusters, catalog, _ = lake
+
+    class Deferred(InProcess):
+        def __init__(self) -> None:
+            super().__init__()
+            self.pending = None
+            self.ended: LaunchResult | None = None
+
+        def observe(self):
+            ended, self.ended = self.ended, None
+            return ended or (LaunchResult(RUNNING, "runs", "j") if self.pending else None)
+
+        def start(self, plan, copy):
+            self.pending = (plan, copy)
+            return LaunchResult(RUNNING, "started", "j")
+
+        def finish(self) -> None:
+            plan, copy = self.pending
+            self.pending, done = None, super().start(plan, copy)
+            self.ended = LaunchResult(done.outcome, "", "j", done.files_copied, done.bytes_copied,
+                                      units=tuple(u.id for u in plan.units))
+
+    launchers = {"dr1": Deferred(), "dr2": Deferred()}
+
+    class Both(Ports):
+        def launcher(self, secondary):
+            return launchers[secondary.name]
+
+    def sync(run_id, outcome=None):
+        return sync_pass(replica(), [Backend("Database", None)], clusters, Both(catalog, None), run_id,
+                         clock=lambda: NOW, ended=outcome.ended if outcome else None,
+                         started=outcome.started if outcome else None)
+
+    first = sync("s1")
+    launchers["dr1"].finish()
+    second = sync("s1", first)
+    assert second.in_flight and second.events == []
+    assert second.status["replicas"][1]["lastOutcome"] == "Succeeded" and second.status["replicas"][2]["state"] == "Copying"
+    launchers["dr2"].finish()
+    third = sync("s1", second)
+    assert not third.in_flight and [r.get("lastOutcome") for r in third.status["replicas"][1:]] == ["Succeeded"] * 2
+    assert third.events == [("Normal", "Synced", "sync s1: dr1: 3/3 units in sync, 3 recorded, 6 files (7200 bytes) "
+                                                 "copied; dr2: 3/3 units in sync, 3 recorded, 6 files (7200 bytes) "
+                                                 "copied")]
+
+
+def test_a_copy_that_ends_unverified_is_reported_and_not_started_again_in_the_same_sync(lake) -> None:
+    """A Job kwok completes without copying: the pass that reads its end reports Unverified and ends the sync;
+    it does not start the same copy again (which would loop as fast as the Job completes)."""
+    _, clusters, catalog, _ = lake
+
+    class Hollow(InProcess):
+        def __init__(self) -> None:
+            super().__init__()
+            self.starts, self.ended = 0, None
+
+        def observe(self):
+            ended, self.ended = self.ended, None
+            return ended
+
+        def start(self, plan, copy):
+            self.starts += 1
+            self.ended = LaunchResult("Succeeded", "", "j", units=tuple(u.id for u in plan.units))
+            return LaunchResult(RUNNING, "started", "j")
+
+    launcher = Hollow()
+    first = run(replica(secondaries=["dr1"]), catalog, clusters, launcher)
+    assert first.in_flight and launcher.starts == 1
+    second = sync_pass_continuing(first, catalog, clusters, launcher)
+    assert not second.in_flight and launcher.starts == 1
+    dr1 = second.status["replicas"][1]
+    assert (dr1["state"], dr1["lastOutcome"]) == ("Stale", "Unverified")
+
+
+def sync_pass_continuing(previous, catalog, clusters, launcher):
+    from hivecat.reconcile.clusterstorage import Backend
+    from hivecat.reconcile.tablereplica import sync_pass
+    from support.replica_lake import Ports
+    return sync_pass(replica(secondaries=["dr1"]), [Backend("Database", None)], clusters, Ports(catalog, launcher),
+                     "r1", clock=lambda: NOW, ended=previous.ended, started=previous.started)

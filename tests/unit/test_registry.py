@@ -361,3 +361,24 @@ def test_a_long_catalog_name_still_makes_a_valid_config_map_name() -> None:
     name = registry_config_map_name("a" * 70)
     assert len(name) <= 63 and name.endswith("-clusters")
     assert registry_config_map("a" * 70, "data", "{}\n")["metadata"]["name"] == name
+
+
+def test_a_decision_compares_only_entries_that_share_a_storage(monkeypatch: pytest.MonkeyPatch) -> None:
+    """1,000 ClusterStorages with 4 aliases each, one of them a duplicate: every pair was compared before (about
+    n²/2 = 500,000 comparisons); now only entries on the same storage are, and the verdict is the same."""
+    from hivecat.replication import registry
+    calls = [0]
+    real = registry._conflict
+
+    def counted(*args: Any) -> Any:
+        calls[0] += 1
+        return real(*args)
+
+    monkeypatch.setattr(registry, "_conflict", counted)
+    members = [entry(f"c{i}", f"hdfs://nn{i}:8020", tuple(f"hdfs://old{i}-{k}:8020" for k in range(4)))
+               for i in range(1000)]
+    members.append(entry("dup", "hdfs://nn7:8020/"))
+    decided = decide_registry({}, members)
+    assert len(decided.entries) == 1000 and decided.rejected["dup"].reason == DUPLICATE_FILESYSTEM
+    assert "ClusterStorage c7" in decided.rejected["dup"].message
+    assert calls[0] < 5000, calls[0]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "operator" / "hivecat"
 DOC = PACKAGE.parents[1] / "docs" / "security.md"
-SCANNED = ("handlers/*.py", "reconcile/*.py", "replication/launch.py")
+SCANNED = ("handlers/*.py", "reconcile/*.py", "replication/launch/*.py")
 # The I/O primitives: what opens a backend, probes or writes a metastore or Glue, reads a Secret, reaches
 # storage, starts a copy, or writes a child object. `ports.<method>` (the reconcilers' I/O through their
 # Ports) and `k8s.<write or Secret read>` are matched by their receiver.

@@ -10,7 +10,7 @@ import kopf
 
 from hivecat import metrics
 from hivecat.config import config
-from hivecat.handlers import storage
+from hivecat.handlers import pools, storage
 from hivecat.kinds import FINALIZER, GROUP, KINDS, VERSION
 
 
@@ -49,6 +49,12 @@ async def watch_loop_lag(**_: object) -> None:
 async def stop_watching_loop_lag(**_: object) -> None:
     while _loop_watch:
         _loop_watch.pop().cancel()
+
+
+@kopf.on.cleanup()
+def stop_work(**_: object) -> None:
+    """Local copies stop with the operator (the next start runs them again); the pools are let go."""
+    pools.shutdown()
 
 
 def migrate_state(type: str, body: kopf.Body, patch: kopf.Patch, logger: logging.Logger, **_: object) -> None:

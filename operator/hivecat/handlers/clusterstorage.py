@@ -16,7 +16,7 @@ Drift scans (and repairs) run in the daemon's own thread, never in the event loo
 
 from __future__ import annotations
 
-import asyncio
+from collections import Counter
 import logging
 import threading
 import time
@@ -30,6 +30,8 @@ from hivecat import k8s, metrics, reasons
 from hivecat.catalog.base import Catalog
 from hivecat.config import config
 from hivecat.kinds import CLUSTER_STORAGE, GROUP, HIVE_CATALOG, TABLE_REPLICA, VERSION
+from hivecat.handlers import pools
+from hivecat.handlers.policy import changes as policy_changes
 from hivecat.handlers.policy import policy_of
 from hivecat.handlers.ports import catalog_backends, open_backend, registry_text
 from hivecat.reconcile.access import NamespacePolicy, check_cluster_storage, judged
@@ -46,6 +48,9 @@ from hivecat.workloads.registry import registry_config_map
 
 TICK = 0.5  # the daemon's beat: cheap checks of the index and the schedule
 CATALOG_RETRY = 5.0  # seconds between registration attempts while the catalog is missing
+INPUTS_RECHECK = 30.0  # seconds: a look at the registration's inputs although no event moved them (a namespace's labels)
+_inputs: Counter[tuple[str, str]] = Counter()  # (namespace, catalog) → events of its ClusterStorages
+_catalog_of: dict[tuple[str, str], str] = {}   # (namespace, name) → the catalog it was last seen in
 _catalog_locks: dict[tuple[str, str], threading.Lock] = {}
 _catalog_locks_guard = threading.Lock()
 
@@ -115,6 +120,19 @@ def replicas_by_storage(namespace: str, name: str, spec: kopf.Spec, **_: Any) ->
 
 
 # --- registration ------------------------------------------------------------------------------------------
+
+@kopf.on.event(GROUP, VERSION, CLUSTER_STORAGE.plural)
+def registry_inputs(type: str, namespace: str, name: str, spec: kopf.Spec, **_: Any) -> None:
+    """Count the events of each catalog's ClusterStorages (after kopf updated its index), so that each daemon
+    looks at its registration's inputs only when they may have moved, never O(n) every tick."""
+    catalog = (spec.get("catalogRef") or {}).get("name") or ""
+    for moved in {catalog, _catalog_of.get((namespace, name), catalog)}:  # the catalog left, too
+        _inputs[(namespace, moved)] += 1
+    if type == "DELETED":
+        _catalog_of.pop((namespace, name), None)
+    else:
+        _catalog_of[(namespace, name)] = catalog
+
 
 class LiveStoragePorts:
     """The registry ConfigMap (owned by the HiveCatalog) and the catalog's backends."""
@@ -302,20 +320,27 @@ async def watch(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, s
                 catalog_policies: kopf.Index, logger: logging.Logger, **_: Any) -> None:
     """Registration again when the catalog's ClusterStorages or the namespace's policy changed; drift scans
     when due."""
-    last_attempt = 0.0
+    last_attempt = looked = 0.0
+    seen: tuple[int, int] | None = None
     while not stopped:
-        await asyncio.sleep(TICK)
-        if body.meta.get("deletionTimestamp"):
+        await stopped.wait(TICK)
+        if stopped or body.meta.get("deletionTimestamp"):
             continue
-        fingerprint = _fingerprint(body, storages_by_catalog, catalog_policies)
+        catalog = (body.spec.get("catalogRef") or {}).get("name") or ""
+        inputs = (_inputs[(body.meta.namespace, catalog)], policy_changes())
         unregistered = (find((body.get("status") or {}).get("conditions"), READY) or {}).get("status") != "True"
         retry = unregistered and time.monotonic() - last_attempt > CATALOG_RETRY
-        if fingerprint != memo.get("registered_members") or retry:
+        moved = False
+        if inputs != seen or time.monotonic() - looked > INPUTS_RECHECK or retry:
+            seen, looked = inputs, time.monotonic()
+            fingerprint = _fingerprint(body, storages_by_catalog, catalog_policies)
+            moved = fingerprint != memo.get("registered_members")
+        if moved or retry:
             memo["registered_members"], last_attempt = fingerprint, time.monotonic()
-            await asyncio.to_thread(_register_again, body, storages_by_catalog, catalog_policies)
+            await pools.run(CLUSTER_STORAGE.kind, _register_again, body, storages_by_catalog, catalog_policies)
             continue
         if _scan_due(body, memo):
-            await asyncio.to_thread(_scan, body, memo, logger, catalog_policies)
+            await pools.run(CLUSTER_STORAGE.kind, _scan, body, memo, logger, catalog_policies)
 
 
 def _register_again(body: kopf.Body, index: kopf.Index, policies: kopf.Index) -> None:

@@ -2,15 +2,14 @@
 a spark-operator SparkApplication (workloads/spark_application.py), owned by the TableReplica.
 
 The plan goes to the secondary's own filesystem (copy/plan_store.py: any size, pinned by its digest), the
-workload runs `hivecat distcp --plan URI --plan-digest D`, and the launcher waits for its outcome. Its name is
-fixed per TableReplica and secondary, so one left running by an earlier operator process is waited for, never
-duplicated; a finished one is deleted before the next run (a Job's template cannot change). What the run
+workload runs `hivecat distcp --plan URI --plan-digest D`; a later pass reads its outcome. Its name is fixed per
+TableReplica and secondary, so one left running by an earlier operator process is read as this process's own,
+never duplicated; an ended one is deleted before the next run (a Job's template cannot change). What the run
 achieved is decided afterwards from the data (replication/verify.py), never from the workload's success.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,23 +22,22 @@ from hivecat.config import config
 from hivecat.copy.copier import new_run_id
 from hivecat.copy.errors import CopyInputError
 from hivecat.copy.plan import CopyPlan
-from hivecat.copy.plan_store import plan_location, write_plan
+from hivecat.copy.plan_store import plan_location, read_plan, write_plan
 from hivecat.copy.storage import Storage
 from hivecat.kinds import CLUSTER_STORAGE
 from hivecat.reconcile.policy import WorkloadPolicy
 from hivecat.replication.registry import ClusterEntry
-from hivecat.replication.launch import CANCELLED, FAILED, SUCCEEDED, LaunchResult
+from hivecat.replication.launch import FAILED, RUNNING, SUCCEEDED, WAITING, LaunchResult
 from hivecat.specs.clusterstorage import ComputeSpec, parse_cluster_storage
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.tablereplica import CopySettings
-from hivecat.workloads.copy_job import RUNNING, CopyRun, copy_job, copy_name, job_state
+from hivecat.workloads.copy_job import (ANNOTATION_PLAN, ANNOTATION_PLAN_DIGEST, ANNOTATION_RUN, CopyRun, copy_job,
+                                        copy_name, job_state)
 from hivecat.workloads.spark_application import API_VERSION as SPARK_API_VERSION
 from hivecat.workloads.spark_application import KIND as SPARK_KIND
 from hivecat.workloads.spark_application import (spark_application, spark_application_phase,
                                                  spark_application_state)
 
-POLL_SECONDS = 1.0
-GONE_TIMEOUT = 120.0  # a finished Job's deletion (its pods first) before the next run's Job
 
 
 @dataclass(frozen=True)
@@ -63,27 +61,59 @@ SPARK_APPLICATION = Workload(SPARK_API_VERSION, SPARK_KIND, "sparkApplication",
 
 
 class WorkloadLauncher:
+    """The runs of one TableReplica to one secondary as Jobs or SparkApplications of one fixed name: a start
+    creates it and returns; observe reads the state of the run recorded as in flight (status copyRunId). An
+    ended one stays until the next start deletes it. Nothing here waits: a pass that finds it running leaves
+    it, and the workload's own end (the Job's watch event, or the next timed pass) brings the next one."""
+
     def __init__(self, workload: Workload, owner: Mapping[str, Any], catalog: str, secondary: ClusterEntry,
-                 storage: Storage) -> None:
+                 storage: Storage, expected: str | None = None) -> None:
+        """`expected`: the run in flight to this secondary, as the last pass (or status) recorded it."""
         self.workload, self.owner, self.catalog, self.secondary, self.storage = (
             workload, owner, catalog, secondary, storage)
+        self.expected = expected
         self.namespace = owner["metadata"]["namespace"]
         self.replica = owner["metadata"]["name"]
+        self.name = copy_name(self.replica, self.secondary.name)
 
-    def _get(self, name: str) -> dict[str, Any] | None:
-        """This TableReplica's workload of that name; NameTaken when the name is someone else's object."""
-        found = k8s.get(self.workload.api_version, self.workload.kind, self.namespace, name)
+    def _get(self) -> dict[str, Any] | None:
+        """This TableReplica's workload; NameTaken when the name is someone else's object."""
+        found = k8s.get(self.workload.api_version, self.workload.kind, self.namespace, self.name)
         if found is not None and not k8s.owned_by(found, self.owner["metadata"]["uid"]):
-            raise k8s.NameTaken(self.workload.kind, self.namespace, name)
+            raise k8s.NameTaken(self.workload.kind, self.namespace, self.name)
         return found
 
-    def run(self, plan: CopyPlan, copy: CopySettings, stopped: Callable[[], bool]) -> LaunchResult:
-        began = time.monotonic()
+    def observe(self) -> LaunchResult | None:
+        """The run status records as in flight: RUNNING, or its end. An ended workload stays (its pods' logs,
+        its plan) until the next start deletes it; one status does not name was read before."""
         kind = self.workload.kind
-        name = copy_name(self.replica, self.secondary.name)
         try:
-            if not self._wait_and_clear(name, stopped):
-                return LaunchResult(CANCELLED, f"the operator stopped while an earlier copy {kind} ran")
+            obj = self._get()
+        except k8s.NameTaken as taken:  # replaced: not this TableReplica's to read or delete
+            return LaunchResult(FAILED, taken.message)
+        run_id = _run_id(obj)
+        if obj is None or run_id is None or run_id != self.expected:
+            return None
+        state = self.workload.state(obj)
+        if state == RUNNING:
+            return LaunchResult(RUNNING, f"{kind} {self.name} runs", run_id)
+        units = self._units(obj.get("metadata") or {})
+        if state == SUCCEEDED:
+            return LaunchResult(SUCCEEDED, "", run_id, units=units)
+        return LaunchResult(FAILED, f"{kind} {self.name} failed: {self.workload.failure(obj)}", run_id, units=units)
+
+    def start(self, plan: CopyPlan, copy: CopySettings) -> LaunchResult:
+        kind = self.workload.kind
+        try:
+            found = self._get()
+            if found is not None:  # an earlier run's workload: a Job's template cannot change, the name is fixed
+                if (found.get("metadata") or {}).get("deletionTimestamp"):
+                    return LaunchResult(WAITING, f"the previous copy {kind} {self.name} is being deleted")
+                if self.workload.state(found) == RUNNING:  # started by a pass whose status was not seen yet
+                    return LaunchResult(RUNNING, f"{kind} {self.name} runs", _run_id(found))
+                k8s.delete(self.workload.api_version, kind, self.namespace, self.name,
+                           owner=self.owner["metadata"]["uid"])
+                return LaunchResult(WAITING, f"the previous copy {kind} {self.name} is being deleted")
             run, compute = self._copy_run(plan, copy)
             manifest = self.workload.build(run, compute)
             kopf.adopt(manifest, owner=self.owner)  # goes with the TableReplica
@@ -95,22 +125,18 @@ class WorkloadLauncher:
             return LaunchResult(FAILED, f"cannot create the copy {kind}: " + (
                 f"the API server does not serve {self.workload.api_version} {kind} (is its operator installed?)"
                 if missing else f"{error.status} {error.reason}"))
-        while True:
-            try:
-                obj = self._get(name)
-            except k8s.NameTaken as taken:  # replaced while it ran: not this TableReplica's to read or delete
-                return LaunchResult(FAILED, taken.message, run.run_id)
-            state = self.workload.state(obj) if obj is not None else FAILED
-            if state != RUNNING:
-                break
-            if stopped():  # it runs on; the next operator process waits for it
-                return LaunchResult(CANCELLED, f"the operator stopped while {kind} {name} ran")
-            time.sleep(POLL_SECONDS)
-        seconds = round(time.monotonic() - began, 3)
-        if state == SUCCEEDED:
-            return LaunchResult(SUCCEEDED, "", run.run_id, seconds=seconds)
-        why = self.workload.failure(obj) if obj is not None else f"the {kind} was deleted while it ran"
-        return LaunchResult(FAILED, f"{kind} {name} failed: {why}", run.run_id, seconds=seconds)
+        return LaunchResult(RUNNING, f"{kind} {self.name} started", run.run_id,
+                            units=tuple(u.id for u in plan.units))
+
+    def _units(self, meta: Mapping[str, Any]) -> tuple[str, ...]:
+        """The unit ids of the run's plan, read back from the secondary (pinned by its digest); none when it
+        cannot be read (the pass then counts no unit as unverified by this run)."""
+        annotations = meta.get("annotations") or {}
+        try:
+            plan = read_plan(self.storage, annotations[ANNOTATION_PLAN], annotations.get(ANNOTATION_PLAN_DIGEST))
+        except (KeyError, OSError, ValueError, CopyInputError):
+            return ()
+        return tuple(u.id for u in plan.units)
 
     def _copy_run(self, plan: CopyPlan, copy: CopySettings) -> tuple[CopyRun, ComputeSpec]:
         body = k8s.get(CLUSTER_STORAGE.api_version, CLUSTER_STORAGE.kind, self.namespace, self.secondary.name)
@@ -140,22 +166,9 @@ class WorkloadLauncher:
                       webhdfs_endpoints=",".join(f"{a}={url}" for a, url in self.storage.webhdfs.endpoints) or None)
         return run, compute
 
-    def _wait_and_clear(self, name: str, stopped: Callable[[], bool]) -> bool:
-        """Wait for a workload of this pair still running, then delete it. False when stopped meanwhile."""
-        while (obj := self._get(name)) is not None:
-            if self.workload.state(obj) == RUNNING and not (obj.get("metadata") or {}).get("deletionTimestamp"):
-                if stopped():
-                    return False
-                time.sleep(POLL_SECONDS)
-                continue
-            k8s.delete(self.workload.api_version, self.workload.kind, self.namespace, name,
-                       owner=self.owner["metadata"]["uid"])
-            deadline = time.monotonic() + GONE_TIMEOUT
-            while self._get(name) is not None and time.monotonic() < deadline:
-                if stopped():
-                    return False
-                time.sleep(POLL_SECONDS)
-        return True
+
+def _run_id(obj: Mapping[str, Any] | None) -> str | None:
+    return (((obj or {}).get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_RUN)
 
 
 def _condition_failure(job: Mapping[str, Any]) -> str:

@@ -24,6 +24,8 @@ import kopf
 from hivecat import k8s, metrics, reasons
 from hivecat.config import config
 from hivecat.kinds import CLUSTER_STORAGE, GROUP, HIVE_CATALOG, TABLE_REPLICA, VERSION
+from hivecat.handlers import pools
+from hivecat.handlers.policy import changes as policy_changes
 from hivecat.handlers.policy import policy_of
 from hivecat.handlers.ports import LivePorts
 from hivecat.reconcile.access import check_hive_catalog, judged
@@ -33,6 +35,7 @@ from hivecat.reconcile.hivecatalog import READY, Outcome, Pass, previous_mode
 from hivecat.specs.hivecatalog import SpecInvalid, parse_hive_catalog
 
 TICK = 0.5  # the re-check daemon's beat; a pass runs only when one is due (memo['next_pass'])
+POLICY_RECHECK = 30.0  # seconds: a look at the policy although none changed (a namespace's labels)
 
 
 def _pass(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, logger: logging.Logger,
@@ -125,11 +128,14 @@ async def recheck(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo,
         await asyncio.sleep(TICK)
         if body.meta.get("deletionTimestamp"):
             continue
-        policy_changed = "policy_seen" in memo and memo["policy_seen"] != policy_of(
-            body.meta.namespace, catalog_policies, refresh=False)
+        changes = (policy_changes(), int(time.monotonic() // POLICY_RECHECK))  # a policy moved, or a while passed
+        policy_changed = False
+        if "policy_seen" in memo and changes != memo.get("policy_changes"):
+            memo["policy_changes"] = changes  # what the namespace may use, computed only then: not every tick
+            policy_changed = memo["policy_seen"] != policy_of(body.meta.namespace, catalog_policies, refresh=False)
         if not policy_changed and time.monotonic() < memo.get("next_pass", 0.0):
             continue
-        await asyncio.to_thread(_recheck, body, memo, logger, catalog_policies)
+        await pools.run(HIVE_CATALOG.kind, _recheck, body, memo, logger, catalog_policies)
 
 
 def _recheck(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, policies: kopf.Index) -> None:

@@ -36,6 +36,19 @@ def catalog_policies(name: str, body: kopf.Body, **_: Any) -> dict[str, CatalogP
         return {ALL: InvalidPolicy(name, invalid.message)}
 
 
+_changes = [0]  # events of CatalogPolicies seen: what a decision read of them may have moved
+
+
+@kopf.on.event(GROUP, VERSION, CATALOG_POLICY.plural)
+def policy_changed(**_: Any) -> None:
+    _changes[0] += 1
+
+
+def changes() -> int:
+    """A number that moves whenever a CatalogPolicy changes (or goes): cheap, for the event loop."""
+    return _changes[0]
+
+
 @kopf.on.resume(GROUP, VERSION, CATALOG_POLICY.plural)
 @kopf.on.create(GROUP, VERSION, CATALOG_POLICY.plural)
 @kopf.on.update(GROUP, VERSION, CATALOG_POLICY.plural)

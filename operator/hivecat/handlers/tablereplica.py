@@ -1,9 +1,12 @@
 """TableReplica handlers: take the spec, sync on schedule and on demand, release the bookkeeping on delete.
 
-Syncs run in the daemon's worker thread, never in the event loop: when the spec changes, when the
-`hivecatalog.io/sync-now` annotation changes, every schedule.interval from the last start, and after a failed
-sync with backoff. One daemon per TableReplica runs its secondaries one after the other, so there is one run
-per TableReplica and secondary at a time.
+Syncs run on the TableReplicas' own thread pool (handlers/pools.py), never in the event loop: when the spec
+changes, when the `hivecatalog.io/sync-now` annotation changes, every schedule.interval from the last start, and
+after a failed sync with backoff. After a start, the first syncs of the TableReplicas found are spread over the
+Helm value concurrency.startupSpreadSeconds. One daemon per TableReplica runs its passes one after the other,
+so there is one run per TableReplica and secondary at a time. A pass never waits for a copy: it starts one and
+ends; the copy's end (a copy Job's watch event, a Local child's exit, or at the latest OBSERVE_SECONDS later)
+brings the pass that verifies and records it.
 
 Every pass first asks what the namespace's policy allows: the schedule within its minimums, the catalog's
 backends, and for each cluster its storage and credentials (reconcile.access.cluster_access). A cluster the
@@ -14,11 +17,12 @@ first (the older keeps it).
 
 from __future__ import annotations
 
-import asyncio
+import hashlib
 import logging
 import time
 from datetime import datetime, timezone
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 import kopf
@@ -32,9 +36,11 @@ from hivecat.copy.storage import S3Settings, Storage
 from hivecat.config import config
 from hivecat.handlers.clusterstorage import claim_of
 from hivecat.handlers.copy_launch import JOB, SPARK_APPLICATION, WorkloadLauncher
+from hivecat.handlers import pools
 from hivecat.handlers.policy import policy_of
 from hivecat.handlers.ports import catalog_backends, open_backend, registry_text
-from hivecat.kinds import GROUP, TABLE_REPLICA, VERSION
+from hivecat.kinds import COMPONENT, GROUP, LABEL_COMPONENT, LABEL_MANAGED_BY, MANAGED_BY, TABLE_REPLICA, VERSION
+from hivecat.workloads.copy_job import job_state
 from hivecat.locations.prefix import storage_prefix
 from hivecat.reconcile.access import NamespacePolicy, check_table_replica, cluster_access, judged
 from hivecat.reconcile.backoff import backoff
@@ -42,14 +48,16 @@ from hivecat.reconcile.clusterstorage import Backend
 from hivecat.reconcile.conditions import Condition, merge
 from hivecat.reconcile.policy import Violation
 from hivecat.replication.registry import ClusterEntry, parse_registry_document
-from hivecat.reconcile.tablereplica import READY, Launcher, SyncOutcome, sync_pass
+from hivecat.reconcile.tablereplica import READY, Ended, SyncOutcome, sync_pass
 from hivecat.replication.bookkeeping import forget
-from hivecat.replication.launch import LocalLauncher, local_environment
+from hivecat.replication.launch import RUNNING, Launcher, LocalLauncher, local_environment
 from hivecat.replication.routes import SECRET_KEYS, ClusterAccess, Credentials, RoutedStorage, cluster_storage
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.tablereplica import TableReplicaSpec, parse_table_replica
 
 TICK = 0.5
+OBSERVE_SECONDS = 5.0  # while a copy runs, or waits to start: the next pass at the latest this much later
+_ended: set[tuple[str, str]] = set()  # (namespace, name) of TableReplicas whose copy Job has ended
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
@@ -58,7 +66,7 @@ TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 @kopf.on.resume(GROUP, VERSION, TABLE_REPLICA.plural)
 @kopf.on.create(GROUP, VERSION, TABLE_REPLICA.plural)
 @kopf.on.update(GROUP, VERSION, TABLE_REPLICA.plural)
-def reconcile(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, **_: Any) -> None:
+def reconcile(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, reason: str, **_: Any) -> None:
     status = body.get("status") or {}
     patch.status["observedGeneration"] = body.meta.get("generation")
     try:
@@ -73,6 +81,16 @@ def reconcile(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, **_: Any) -> 
         patch.status["phase"] = "Pending"
     memo["sync_now"] = True  # a new spec, a sync-now annotation (or a restart) syncs at once
     memo.pop("retry_at", None)
+    if reason == "resume":  # found at a start: not every TableReplica at once
+        memo["not_before"] = time.time() + startup_delay(body.meta.get("uid") or "", config().startup_spread_seconds)
+
+
+def startup_delay(uid: str, spread: float) -> float:
+    """Where in [0, spread) seconds after a start this TableReplica's first sync goes: fixed by its uid, so
+    that the syncs are spread evenly and a restart spreads them the same way."""
+    if spread <= 0:
+        return 0.0
+    return int(hashlib.sha256(uid.encode()).hexdigest()[:8], 16) / 0x1_0000_0000 * spread
 
 
 def _conditions(body: kopf.Body, conditions: list[Condition]) -> list[dict[str, Any]]:
@@ -105,10 +123,21 @@ async def syncer(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, 
                  **_: Any) -> None:
     indexes = Indexes(storages_by_catalog, catalog_policies, replicas_by_table)
     while not stopped:
-        await asyncio.sleep(TICK)
-        if body.meta.get("deletionTimestamp") or not _due(body, memo):
+        await stopped.wait(TICK)
+        if stopped or body.meta.get("deletionTimestamp") or not _due(body, memo):
             continue
-        await asyncio.to_thread(_sync, body, memo, lambda: bool(stopped), logger, indexes)
+        await pools.run(TABLE_REPLICA.kind, _sync, body, memo, lambda: bool(stopped), logger, indexes)
+        metrics.LOCAL_COPIES.set(pools.local_runs().running())
+
+
+@kopf.on.event("batch", "v1", "jobs", labels={LABEL_MANAGED_BY: MANAGED_BY, LABEL_COMPONENT: COMPONENT.copy})
+def copy_job_changed(body: kopf.Body, namespace: str, **_: Any) -> None:
+    """A copy Job that ended brings its TableReplica's next pass, which reads and verifies it."""
+    if job_state(body) == RUNNING:
+        return
+    for owner in body.meta.get("ownerReferences") or ():
+        if owner.get("kind") == TABLE_REPLICA.kind:
+            _ended.add((namespace, owner.get("name")))
 
 
 def _due(body: kopf.Body, memo: kopf.Memo) -> bool:
@@ -117,9 +146,19 @@ def _due(body: kopf.Body, memo: kopf.Memo) -> bool:
         return False  # the event handler has not taken the spec yet, or cannot
     if body.spec.get("suspend"):
         return False
+    now = time.time()
+    if now < memo.get("not_before", 0.0):
+        return False
+    key = (body.meta.namespace, body.meta.name)
+    if memo.get("copying"):  # a copy runs: the next pass when it has ended, or at the latest at observe_at
+        ended = key in _ended or pools.local_runs().ended(key) or now >= memo["observe_at"]
+        _ended.discard(key)
+        if ended or memo.get("sync_now"):
+            memo.pop("sync_now", None)
+            return True
+        return False
     if memo.pop("sync_now", False):
         return True
-    now = time.time()
     if "retry_at" in memo:
         return now >= memo["retry_at"]
     if memo.get("interval_generation") != body.meta.get("generation"):  # parse the interval once per spec
@@ -138,7 +177,8 @@ def _interval(body: kopf.Body) -> float:
 
 def _sync(body: kopf.Body, memo: kopf.Memo, stopped: Any, logger: logging.Logger, indexes: Indexes) -> None:
     namespace, name = body.meta.namespace, body.meta.name
-    run_id = new_run_id()
+    sync = memo.get("sync") if memo.get("copying") else None  # the sync whose copies this pass reads
+    run_id = sync["run_id"] if sync else new_run_id()
     audit: Condition | None = None
     try:
         spec = parse_table_replica(body)
@@ -152,12 +192,19 @@ def _sync(body: kopf.Body, memo: kopf.Memo, stopped: Any, logger: logging.Logger
         access = _access(spec, clusters, policy, indexes)
         audit = audit or _audited(access)
         with metrics.timed(TABLE_REPLICA.kind, "sync"):
-            outcome = _pass(body, spec, backends, clusters, access, run_id, stopped)
+            outcome = _pass(body, spec, backends, clusters, access, run_id, stopped, sync)
     if audit is not None:
         outcome.conditions.append(audit)
     if stopped():
         return  # cancelled with the operator: the next start syncs again (units stay all-or-nothing)
-    _record(namespace, name, outcome)
+    _record(namespace, name, outcome, (sync or {}).get("ended", {}))
+    memo["copying"], memo["observe_at"] = outcome.in_flight, time.time() + OBSERVE_SECONDS
+    if outcome.in_flight:
+        memo["sync"] = {"run_id": run_id, "ended": outcome.ended, "started": outcome.started,
+                        "copying": {o.cluster: o.copying.copy_run_id for o in outcome.secondaries
+                                    if o.copying is not None and o.copying.copy_run_id}}
+    else:
+        memo.pop("sync", None)
     if outcome.failed:
         failures = memo.get("failures", 0) + 1
         memo["failures"], memo["retry_at"] = failures, time.time() + backoff(failures)
@@ -166,7 +213,11 @@ def _sync(body: kopf.Body, memo: kopf.Memo, stopped: Any, logger: logging.Logger
         memo.pop("retry_at", None)
     status = dict(outcome.status)
     status["conditions"] = _conditions(body, outcome.conditions)
-    status.setdefault("lastRunTime", datetime.now(timezone.utc).strftime(TIME_FORMAT))
+    if outcome.in_flight:  # lastRunId and lastRunTime name the last sync that ended: this one has not yet
+        status.pop("lastRunId", None)
+        status.pop("lastRunTime", None)
+    else:
+        status.setdefault("lastRunTime", datetime.now(timezone.utc).strftime(TIME_FORMAT))
     try:
         k8s.patch_status(TABLE_REPLICA, namespace, name, status)
     except k8s.NamespaceTerminating:
@@ -203,11 +254,14 @@ def _audited(access: dict[str, ClusterAccess | Violation]) -> Condition | None:
                         "enforced: " + "; ".join(v.message for v in found))
 
 
-def _record(namespace: str, name: str, outcome: SyncOutcome) -> None:
+def _record(namespace: str, name: str, outcome: SyncOutcome, counted: Mapping[str, Ended]) -> None:
+    """Metrics of the pass; `counted`: the copies' ends an earlier pass of this sync counted already."""
+    fresh = {o.cluster: o.launch for o in outcome.secondaries if o.launch is not None
+             and (o.cluster not in counted or o.launch is not counted[o.cluster].launch)}
     metrics.record_sync(namespace, name, [
-        metrics.ReplicaFigures(o.cluster, o.launch.files_copied if o.launch else 0,
-                               o.launch.bytes_copied if o.launch else 0, o.units_in_sync, o.units_total,
-                               o.lag_seconds) for o in outcome.secondaries])
+        metrics.ReplicaFigures(o.cluster, fresh[o.cluster].files_copied if o.cluster in fresh else 0,
+                               fresh[o.cluster].bytes_copied if o.cluster in fresh else 0, o.units_in_sync,
+                               o.units_total, o.lag_seconds) for o in outcome.secondaries])
     metrics.record_relocations(outcome.relocations)
     ready = next((c for c in outcome.conditions if c.type == READY), None)
     if ready is not None and ready.status != "True":
@@ -215,10 +269,14 @@ def _record(namespace: str, name: str, outcome: SyncOutcome) -> None:
 
 
 def _pass(body: kopf.Body, spec: TableReplicaSpec, backends: tuple[Backend, ...], clusters: dict[str, ClusterEntry],
-          access: dict[str, ClusterAccess | Violation], run_id: str, stopped: Any = lambda: False) -> SyncOutcome:
-    return sync_pass(spec, backends, clusters, LiveReplicaPorts(body, spec.catalog, access), run_id,
+          access: dict[str, ClusterAccess | Violation], run_id: str, stopped: Any = lambda: False,
+          sync: Mapping[str, Any] | None = None) -> SyncOutcome:
+    """One pass; `sync`: the sync it continues (its run id, start, and the copies' ends read so far)."""
+    ports = LiveReplicaPorts(body, spec.catalog, access, (sync or {}).get("copying"))
+    return sync_pass(spec, backends, clusters, ports, run_id,
                      known_primary=(body.get("status") or {}).get("primary"),
-                     journal_configured=config().journal_url is not None, access=access, stopped=stopped)
+                     journal_configured=config().journal_url is not None, access=access, stopped=stopped,
+                     ended=(sync or {}).get("ended"), started=(sync or {}).get("started"))
 
 
 def _resolve(spec: TableReplicaSpec, policy: NamespacePolicy) -> tuple[tuple[Backend, ...], dict[str, ClusterEntry]]:
@@ -249,8 +307,11 @@ def _access(spec: TableReplicaSpec, clusters: dict[str, ClusterEntry], policy: N
 
 
 class LiveReplicaPorts:
-    def __init__(self, body: kopf.Body, catalog: str, access: dict[str, ClusterAccess | Violation]) -> None:
-        self.body, self.catalog, self.namespace = body, catalog, body.meta.namespace
+    def __init__(self, body: kopf.Body, catalog: str, access: dict[str, ClusterAccess | Violation],
+                 copying: Mapping[str, str] | None = None) -> None:
+        """`copying`: per secondary, the copy run the last pass left in flight (None: as status says, after a
+        restart; status may lag behind the pass that wrote it)."""
+        self.body, self.catalog, self.namespace, self.copying = body, catalog, body.meta.namespace, copying
         self.access = {name: a for name, a in access.items() if isinstance(a, ClusterAccess)}
         self._storage: RoutedStorage | None = None
         self._routes: dict[str, Storage] = {}
@@ -263,9 +324,12 @@ class LiveReplicaPorts:
         if kind == "Local":  # a child process of the operator: only the environment this copy needs
             self.storage()
             family = storage_prefix(secondary.filesystem).family
-            return LocalLauncher(config().state_dir / "copies", local_environment(self._route(secondary.name), family))
+            return LocalLauncher(config().state_dir / "copies", local_environment(self._route(secondary.name), family),
+                                 runs=pools.local_runs(), key=(self.namespace, self.body.meta.name, secondary.name))
         workload = SPARK_APPLICATION if kind == "SparkApplication" else JOB
-        return WorkloadLauncher(workload, self.body, self.catalog, secondary, self.storage())
+        expected = self.copying.get(secondary.name) if self.copying is not None else _copy_run_in_status(
+            self.body, secondary.name)
+        return WorkloadLauncher(workload, self.body, self.catalog, secondary, self.storage(), expected)
 
     def storage(self) -> RoutedStorage:
         """Each cluster this TableReplica may use, with its own credentials (read once per pass)."""
@@ -282,6 +346,13 @@ class LiveReplicaPorts:
 
     def _credentials(self, secret: str) -> Credentials:
         return Credentials(k8s.read_secret_keys(self.namespace, secret, SECRET_KEYS))
+
+
+def _copy_run_in_status(body: kopf.Body, cluster: str) -> str | None:
+    for entry in (body.get("status") or {}).get("replicas") or ():
+        if entry.get("cluster") == cluster:
+            return entry.get("copyRunId")
+    return None
 
 
 def _ambient_storage() -> Storage:
@@ -333,6 +404,7 @@ def release(body: kopf.Body, namespace: str, name: str, patch: kopf.Patch, logge
             patch.status["conditions"] = _conditions(body, [Condition.of(READY, False, reasons.DELETION_BLOCKED, message)])
             patch.status["phase"] = "Deleting"
             raise kopf.TemporaryError(message, delay=10)
+    pools.local_runs().cancel((namespace, name))  # its Jobs go with it (owned); its Local copies here
     removed = 0
     for backend in backends:
         try:

@@ -1,6 +1,7 @@
 """A TableReplica's sync pass: resolve (catalog backends, cluster registry, primary and active cluster) →
-for each secondary: plan → check the units on the secondary → copy only those that need it → check again →
-record the verified units in the catalog → status.
+for each secondary: plan → read the end of the copy an earlier pass started → check the units on the
+secondary → start a copy of those that need it (never waiting for it: a later pass reads its end) → record
+the verified units in the catalog → status (reconcile/replica_status.py).
 
 Copies go from the active cluster (the primary until a failover) to each other cluster named. Nothing is
 recorded from a launcher's word: only units the check finds whole and current on the secondary, and only
@@ -30,26 +31,22 @@ from hivecat.locations.partition_filter import FilterError
 from hivecat.reconcile.clusterstorage import Backend
 from hivecat.reconcile.conditions import Condition
 from hivecat.reconcile.policy import Violation
+from hivecat.reconcile.replica_status import (IN_SYNC, READY, SecondaryOutcome, first_of, replica_conditions,
+                                              replica_status, sync_event)
 from hivecat.replication.bookkeeping import bookkeeping, read_only_marks
 from hivecat.replication.failover import (FAILBACK_DIR, Moved, Switch, SwitchRefused, check_switch,
                                          relocate_changed, switch_locations)
 from hivecat.replication.housekeeping import HousekeepingReport, housekeep
-from hivecat.replication.launch import CANCELLED, SUCCEEDED, LaunchResult
+from hivecat.replication.launch import CANCELLED, SUCCEEDED, Launcher, LaunchResult
 from hivecat.replication.placement import cluster_of
 from hivecat.replication.planner import PlanRefused, ReplicaPlan, ReplicaScope, on_secondary, plan_replica
 from hivecat.replication.registry import ClusterEntry
 from hivecat.replication.routes import ClusterAccess
 from hivecat.replication.verify import NOT_OWNED, SOURCE_MISSING, UNREADABLE, UnitCheck, check_units
 from hivecat.specs.errors import SpecInvalid
-from hivecat.specs.tablereplica import CopySettings, TableReplicaSpec
+from hivecat.specs.tablereplica import TableReplicaSpec
 
-READY, IN_SYNC, DEGRADED = "Ready", "InSync", "Degraded"
-SHOWN = 5  # unit ids named in a condition message
 MAX_RUN_IDS = 64  # of a switch's relocation runs in status (the CRD's maxItems); a failback runs one per changed unit
-
-
-class Launcher(Protocol):
-    def run(self, plan: CopyPlan, copy: CopySettings, stopped: Callable[[], bool]) -> LaunchResult: ...
 
 
 class ReplicaPorts(Protocol):
@@ -101,35 +98,11 @@ def copy_targets(resolved: Resolved, current: ClusterEntry) -> tuple[ClusterEntr
                  and not (c.name == resolved.primary.name and current.name != resolved.primary.name))
 
 
-@dataclass
-class SecondaryOutcome:
-    cluster: str
-    location: str | None = None        # the table's directory on that cluster
-    units_total: int = 0
-    units_in_sync: int = 0
-    bytes_in_sync: int = 0
-    launch: LaunchResult | None = None
-    lag_seconds: float | None = None   # age of the oldest source change not on the copy; 0 when in sync
-    refused: list[str] = field(default_factory=list)  # "unit: why" of units no copy can fix
-    outside: list[str] = field(default_factory=list)  # units in scope whose location is not on the active cluster
-    conflicts: list[str] = field(default_factory=list)  # bookkeeping not written (the unit moved, or refused)
-    unverified: int = 0                # units copied whose check afterwards failed
-    housekeeping: HousekeepingReport | None = None  # copies of units gone from the table
-    recorded: int = 0
-    cleared: int = 0
-    error: str | None = None           # the pass could not run for this secondary
-
-    @property
-    def state(self) -> str:
-        if self.error is not None or (self.launch is not None and self.launch.outcome != SUCCEEDED):
-            return "Failed"
-        return "InSync" if self.units_in_sync == self.units_total and not self.conflicts else "Stale"
-
-
 def sync_secondary(spec: TableReplicaSpec, catalogs: Sequence[Catalog], source: ClusterEntry,
                    secondary: ClusterEntry, ports: ReplicaPorts, now: datetime, stopped: Callable[[], bool],
-                   run_id: str = "") -> tuple[SecondaryOutcome, ReplicaPlan | None]:
-    """One secondary brought in sync and recorded. `catalogs[0]` is planned from; bookkeeping goes to each."""
+                   run_id: str = "", ended: Ended | None = None) -> tuple[SecondaryOutcome, ReplicaPlan | None]:
+    """One secondary brought in sync and recorded. `catalogs[0]` is planned from; bookkeeping goes to each.
+    `ended`: the end of this sync's copy to it, read (and its units recorded) by an earlier pass of the sync."""
     out = SecondaryOutcome(secondary.name)
     scope = ReplicaScope(spec.database, spec.table, spec.partition_filter, spec.most_recent)
     try:
@@ -142,13 +115,26 @@ def sync_secondary(spec: TableReplicaSpec, catalogs: Sequence[Catalog], source: 
     out.units_total = len(planned.plan.units)
     storage = ports.storage()
     owner = owner_of(spec)
+    launcher = ports.launcher(secondary)
+    earlier = launcher.observe()  # read before the check: a run that ended is judged by the check below
     checks = check_units(planned.plan.units, storage, spec.copy.verify, owner=owner)
+    if earlier is None and ended is not None:
+        earlier = ended.launch
+    if earlier is not None and earlier.finished:
+        out.launch = earlier
+        out.unverified = _unverified(earlier, checks)
+    elif earlier is not None:
+        out.copying = earlier  # its units are checked when it has ended
     copyable = [c.unit for c in checks if c.copyable]
-    if copyable and not stopped():
-        out.launch = ports.launcher(secondary).run(CopyPlan(tuple(copyable), owner), spec.copy, stopped)
-        again = {c.unit.id: c for c in check_units(copyable, storage, spec.copy.verify, owner=owner)}
-        checks = [again.get(c.unit.id, c) for c in checks]
-        out.unverified = sum(not c.in_sync for c in again.values())
+    if copyable and out.copying is None and out.launch is None and not stopped():  # one copy per sync
+        started = launcher.start(CopyPlan(tuple(copyable), owner), spec.copy)
+        if started.finished:  # a launcher that runs to the end (the demo, the CLI), or one that could not start
+            out.launch = started
+            again = {c.unit.id: c for c in check_units(copyable, storage, spec.copy.verify, owner=owner)}
+            checks = [again.get(c.unit.id, c) for c in checks]
+            out.unverified = sum(not c.in_sync for c in again.values())
+        else:
+            out.copying = started
     stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
     book = bookkeeping(secondary.name, planned.refs, checks, stamp)
     conflicted: set[str] = set()
@@ -159,7 +145,7 @@ def sync_secondary(spec: TableReplicaSpec, catalogs: Sequence[Catalog], source: 
             uid = unit_of.get(tuple(values) if values is not None else None, str(values))
             conflicted.add(uid)
             out.conflicts.append(f"{uid}: {why}")
-    out.recorded, out.cleared = book.recorded, book.cleared
+    out.recorded, out.cleared = book.recorded + (ended.recorded if ended else 0), book.cleared
     in_sync = [c for c in checks if c.in_sync and c.unit.id not in conflicted]
     out.units_in_sync, out.bytes_in_sync = len(in_sync), sum(c.bytes for c in in_sync)
     out.refused = [f"{c.unit.id}: {c.reason}" for c in checks if c.state in (NOT_OWNED, SOURCE_MISSING, UNREADABLE)]
@@ -169,6 +155,12 @@ def sync_secondary(spec: TableReplicaSpec, catalogs: Sequence[Catalog], source: 
         out.housekeeping = _housekeep(spec, catalogs[0], planned, source, secondary, table.partition_keys,
                                       out.location, storage, now, run_id)
     return out, planned
+
+
+def _unverified(run: LaunchResult, checks: Sequence[UnitCheck]) -> int:
+    """Units the run was given that the check does not find in sync, after a run that says it succeeded."""
+    given = set(run.units)
+    return sum(not c.in_sync for c in checks if c.unit.id in given) if run.outcome == SUCCEEDED else 0
 
 
 def _housekeep(spec: TableReplicaSpec, catalog: Catalog, planned: ReplicaPlan, source: ClusterEntry,
@@ -198,6 +190,14 @@ def _lag(checks: Sequence[UnitCheck], now: datetime) -> float:
 
 # --- the whole pass ----------------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Ended:
+    """The end of a sync's copy to a secondary, as an earlier pass of the sync read it."""
+
+    launch: LaunchResult
+    recorded: int  # units that pass and those before it recorded
+
+
 @dataclass
 class SyncOutcome:
     conditions: list[Condition] = field(default_factory=list)
@@ -206,6 +206,13 @@ class SyncOutcome:
     failed: bool = False  # retried with backoff rather than at the next interval
     secondaries: list[SecondaryOutcome] = field(default_factory=list)  # what each copy target got (metrics)
     relocations: list[RelocationReport] = field(default_factory=list)  # the switch's runs, if any (metrics)
+    in_flight: bool = False  # a copy runs (or waits to start): a pass soon after its end reads it
+    started: datetime | None = None  # when the sync began (its first pass)
+
+    @property
+    def ended(self) -> dict[str, Ended]:
+        """The ends of copies read so far in this sync, per secondary: for its next pass."""
+        return {o.cluster: Ended(o.launch, o.recorded) for o in self.secondaries if o.launch is not None}
 
 
 Access = Mapping[str, "ClusterAccess | Violation"]
@@ -214,12 +221,17 @@ Access = Mapping[str, "ClusterAccess | Violation"]
 def sync_pass(spec: TableReplicaSpec, backends: Sequence[Backend], clusters: Mapping[str, ClusterEntry],
               ports: ReplicaPorts, run_id: str, *, known_primary: str | None = None, journal_configured: bool = True,
               access: Access | None = None, stopped: Callable[[], bool] = lambda: False,
-              clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> SyncOutcome:
+              clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+              ended: Mapping[str, Ended] | None = None, started: datetime | None = None) -> SyncOutcome:
     """Switch the locations where spec.active asks (gated), then sync from where they point. `known_primary`:
     status.primary; `journal_configured`: whether Glue/Thrift relocations have a durable journal; `access`:
     per cluster, how the namespace may reach it or why it may not (reconcile.access.cluster_access; None: every
     cluster, as the CLI and the demo run it). A cluster the pass may not use is neither read nor written: the
-    pass stops when it is where the locations point (or must point), and skips it as a secondary."""
+    pass stops when it is where the locations point (or must point), and skips it as a secondary.
+
+    A sync may take several passes: one starts the copies, the next ones read their ends. Those passes continue
+    the sync `run_id` that began at `started`, with `ended`: per secondary, the copy's end an earlier pass of it
+    read (SyncOutcome.ended holds them for the next pass)."""
     out = SyncOutcome()
     opened: list[Catalog] = []
     try:
@@ -227,7 +239,7 @@ def sync_pass(spec: TableReplicaSpec, backends: Sequence[Backend], clusters: Map
             opened.append(ports.open(backend))
         journaled = journal_configured or not any(b.journaled_elsewhere for b in backends)
         return _sync(spec, opened, clusters, ports, run_id, known_primary, journaled, stopped, clock, out,
-                     access)
+                     access, ended or {}, started)
     except (CatalogUnavailable, SecretUnavailable) as error:
         return _not_ready(out, error.reason, error.message, failed=True)
     except SpecInvalid as invalid:
@@ -266,7 +278,7 @@ def _not_ready(out: SyncOutcome, reason: str, message: str, failed: bool = False
 def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str, ClusterEntry],
           ports: ReplicaPorts, run_id: str, known_primary: str | None, journaled: bool,
           stopped: Callable[[], bool], clock: Callable[[], datetime], out: SyncOutcome,
-          access: Access | None) -> SyncOutcome:
+          access: Access | None, ended: Mapping[str, Ended], sync_started: datetime | None) -> SyncOutcome:
     table = catalogs[0].get_table(spec.database, spec.table)
     if table is None:
         raise SpecInvalid(reasons.TABLE_NOT_FOUND, f"table {spec.qualified_table} does not exist in the catalog")
@@ -291,11 +303,14 @@ def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str
             _switch(spec, catalogs, switch, ports, clock, stopped, out)
             current = resolved.active
             table = catalogs[0].get_table(spec.database, spec.table) or table
+        except SwitchWaiting as waiting:
+            switch_refused = Condition.of(READY, False, waiting.reason, waiting.message)
+            out.in_flight = True
         except SwitchRefused as refused:
             switch_refused = Condition.of(READY, False, refused.reason, refused.message)
             out.events.append(("Warning", refused.reason, refused.message))
             out.status["phase"] = "Degraded"
-    started = clock()
+    started = sync_started or clock()
     outcomes = []
     for target in copy_targets(resolved, current):
         if stopped():
@@ -304,16 +319,18 @@ def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str
         if denied is not None:  # the policy narrowed: nothing written there any more, nothing deleted
             outcomes.append(SecondaryOutcome(target.name, error=f"{denied.reason}: {denied.message}"))
             continue
-        outcome, _ = sync_secondary(spec, catalogs, current, target, ports, clock(), stopped, run_id)
+        outcome, _ = sync_secondary(spec, catalogs, current, target, ports, clock(), stopped, run_id,
+                                    ended.get(target.name))
         outcomes.append(outcome)
-    out.secondaries = outcomes
+    out.secondaries, out.started = outcomes, started
     cancelled = any(o.launch is not None and o.launch.outcome == CANCELLED for o in outcomes)
-    out.status = {**replica_status(resolved, current, table.location, outcomes, run_id, started, clock()),
+    out.in_flight = out.in_flight or any(o.copying is not None for o in outcomes)
+    out.status = {**replica_status(resolved.primary, current, table.location, outcomes, run_id, started, clock()),
                   **out.status}
-    out.conditions = _conditions(spec, current, outcomes, switch_refused)
+    out.conditions = replica_conditions(spec, current, outcomes, switch_refused)
     out.failed = any(o.state == "Failed" for o in outcomes) and not cancelled
-    if not cancelled:
-        out.events.append(_event(run_id, outcomes))
+    if not cancelled and not out.in_flight:  # one Event per sync, when its copies have ended
+        out.events.append(sync_event(run_id, outcomes))
     return out
 
 
@@ -366,9 +383,18 @@ def _copy_changed(spec: TableReplicaSpec, changed: Sequence[Moved], switch: Swit
     units = [m.unit for m in changed]
     storage = ports.storage()
     owner = owner_of(spec)
+    launcher = ports.launcher(switch.target)
+    earlier = launcher.observe()
+    if earlier is not None and not earlier.finished:
+        raise SwitchWaiting(reasons.FAILBACK_COPYING, f"the failback's copy to {switch.target.name} runs "
+                                                      f"({earlier.message or earlier.outcome}); the switch follows it")
     pending = [c.unit for c in check_units(units, storage, spec.copy.verify, owner=owner) if not c.in_sync]
-    if pending:  # a failback tried before may have copied some already
-        launch = ports.launcher(switch.target).run(CopyPlan(tuple(pending), owner), spec.copy, stopped)
+    if pending and not stopped():  # a failback tried before may have copied some already
+        launch = launcher.start(CopyPlan(tuple(pending), owner), spec.copy)
+        if not launch.finished:
+            raise SwitchWaiting(reasons.FAILBACK_COPYING, f"the failback's copy of {len(pending)} units to "
+                                                          f"{switch.target.name} started ({launch.message or launch.outcome}); "
+                                                          "the switch follows it")
         if launch.outcome == CANCELLED:
             raise SwitchRefused(reasons.FAILBACK_CANCELLED, "the failback's copy was cancelled (the operator stopped); "
                                                      "the next pass resumes it")
@@ -377,123 +403,8 @@ def _copy_changed(spec: TableReplicaSpec, changed: Sequence[Moved], switch: Swit
     if behind:
         raise SwitchRefused(reasons.FAILBACK_REFUSED, f"failback to {switch.target.name} refused, nothing was changed: "
                                                f"{len(behind)} of {len(units)} units changed while failed over are "
-                                               f"not yet copied whole to new directories there: {_first(behind)}")
+                                               f"not yet copied whole to new directories there: {first_of(behind)}")
 
 
-def replica_status(resolved: Resolved, current: ClusterEntry, table_location: str | None,
-                   outcomes: Sequence[SecondaryOutcome], run_id: str, started: datetime,
-                   finished: datetime) -> dict[str, Any]:
-    stamp = finished.strftime("%Y-%m-%dT%H:%M:%SZ")
-    replicas: list[dict[str, Any]] = [{"cluster": current.name, "role": "Active", "location": table_location or ""}]
-    if current.name != resolved.primary.name:  # failed over: the originals stay on the primary, not synced
-        replicas.append({"cluster": resolved.primary.name, "role": "Primary"})
-    for o in outcomes:
-        entry: dict[str, Any] = {"cluster": o.cluster, "role": "Secondary", "state": o.state, "lastRunId": run_id,
-                                 "lastCopiedTime": stamp, "units": o.units_in_sync, "unitsTotal": o.units_total,
-                                 "bytes": o.bytes_in_sync, "lastOutcome": _outcome(o)}
-        if o.location:
-            entry["location"] = o.location
-        if o.launch is not None:
-            entry["bytesCopied"] = o.launch.bytes_copied
-        if o.lag_seconds is not None:
-            entry["lag"] = format_duration(o.lag_seconds)
-        if o.state == "InSync":
-            entry["lastSyncTime"] = stamp
-        if o.housekeeping is not None:
-            entry["unitsDropped"] = o.housekeeping.pending
-            entry["unitsRemoved"] = len(o.housekeeping.removed)
-        replicas.append(entry)
-    in_sync = sum(o.state == "InSync" for o in outcomes)
-    lags = [o.lag_seconds for o in outcomes if o.lag_seconds is not None]
-    status: dict[str, Any] = {"active": current.name, "primary": resolved.primary.name,
-                              "unitsOutside": max((len(o.outside) for o in outcomes), default=0),
-                              "inSync": f"{in_sync}/{len(outcomes)}",
-                              "lag": format_duration(max(lags)) if lags else "", "replicas": replicas,
-                              "lastRunId": run_id, "lastRunTime": started.strftime("%Y-%m-%dT%H:%M:%SZ")}
-    if in_sync == len(outcomes):
-        status["lastSyncTime"] = stamp
-    status["phase"] = "InSync" if in_sync == len(outcomes) else \
-        "Degraded" if any(o.state == "Failed" for o in outcomes) else "Syncing"
-    return status
-
-
-def _outcome(o: SecondaryOutcome) -> str:
-    if o.error is not None:
-        return "Failed"
-    if o.launch is None:
-        return "NoChange" if o.state == "InSync" else "NotCopied"
-    return "Unverified" if o.launch.outcome == SUCCEEDED and o.unverified else o.launch.outcome
-
-
-def _conditions(spec: TableReplicaSpec, current: ClusterEntry, outcomes: Sequence[SecondaryOutcome],
-                switch_refused: Condition | None = None) -> list[Condition]:
-    ready = switch_refused or Condition.of(READY, True, reasons.ACTIVE_AVAILABLE, f"{spec.qualified_table} is served "
-                                                                           f"from {current.name}")
-    behind = [o for o in outcomes if o.state != "InSync"]
-    if not behind:
-        in_sync = Condition.of(IN_SYNC, True, reasons.ALL_UNITS_VERIFIED, "every unit in scope is verified on "
-                               + ", ".join(o.cluster for o in outcomes))
-    else:
-        in_sync = Condition.of(IN_SYNC, False, reasons.UNITS_BEHIND, "; ".join(
-            f"{o.cluster}: {o.units_in_sync}/{o.units_total} units in sync" for o in behind))
-    problems = []
-    for o in outcomes:
-        if o.error is not None:
-            problems.append(f"{o.cluster}: {o.error}")
-        elif o.launch is not None and o.launch.outcome == "Failed":
-            problems.append(f"{o.cluster}: copy failed: {o.launch.message}")
-        elif o.unverified:
-            problems.append(f"{o.cluster}: the copy ended without error, but {o.unverified} units are not "
-                            "verified on the secondary; nothing was recorded for them")
-        if o.refused:
-            problems.append(f"{o.cluster}: {len(o.refused)} units cannot be copied: {_first(o.refused)}")
-        if o.conflicts:
-            problems.append(f"{o.cluster}: {len(o.conflicts)} units could not be recorded in the catalog: "
-                            f"{_first(o.conflicts)}")
-        if o.housekeeping is not None and o.housekeeping.kept:
-            problems.append(f"{o.cluster}: {len(o.housekeeping.kept)} copies of units gone from the table are "
-                            f"kept: {_first(o.housekeeping.kept)}")
-    outside = next((o.outside for o in outcomes if o.outside), [])  # the same units for every secondary
-    if outside:
-        problems.append(f"{len(outside)} units in scope are not on {current.name}, where the table's locations "
-                        "point, so they are not copied (e.g. partitions added on the primary after a failover): "
-                        f"{_first(outside)}")
-    degraded = Condition.of(DEGRADED, bool(problems), reasons.SYNC_PROBLEMS if problems else reasons.NO_PROBLEMS,
-                            "; ".join(problems))
-    return [ready, in_sync, degraded]
-
-
-def _first(items: Sequence[str]) -> str:
-    more = f" (and {len(items) - SHOWN} more)" if len(items) > SHOWN else ""
-    return "; ".join(items[:SHOWN]) + more
-
-
-def _event(run_id: str, outcomes: Sequence[SecondaryOutcome]) -> tuple[str, str, str]:
-    parts = [f"{o.cluster}: {o.units_in_sync}/{o.units_total} units in sync, {o.recorded} recorded"
-             + (f", {o.launch.files_copied} files ({o.launch.bytes_copied} bytes) copied"
-                if o.launch is not None else ", nothing to copy") + _housekeeping_words(o.housekeeping)
-             for o in outcomes]
-    failed = any(o.state == "Failed" for o in outcomes)
-    return ("Warning" if failed else "Normal", reasons.SYNC_FAILED if failed else reasons.SYNCED,
-            f"sync {run_id}: " + ("; ".join(parts) or "no cluster to copy to (while failed over, the primary's "
-                                                       "directories are never written)"))
-
-
-def _housekeeping_words(report: HousekeepingReport | None) -> str:
-    if report is None or not (report.marked or report.removed):
-        return ""
-    words = [f"{len(report.marked)} copies of gone units marked for removal" if report.marked else "",
-             f"{len(report.removed)} removed after the delay" if report.removed else ""]
-    return ", " + ", ".join(w for w in words if w)
-
-
-def format_duration(seconds: float) -> str:
-    """12m, 1h5m, 3d4h: the lag as status shows it (whole seconds under a minute)."""
-    total = int(round(seconds))
-    if total < 60:
-        return f"{total}s"
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes = rest // 60
-    parts = [f"{days}d" if days else "", f"{hours}h" if hours else "", f"{minutes}m" if minutes else ""]
-    return "".join(parts) or "0s"
+class SwitchWaiting(SwitchRefused):
+    """The switch waits for its copy, which runs: nothing was written, nothing is wrong."""

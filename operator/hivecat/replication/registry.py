@@ -12,12 +12,12 @@ filesystem away from a cluster that already has it."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from hivecat import reasons
-from hivecat.locations.prefix import InvalidLocation, parse_prefix
+from hivecat.locations.prefix import InvalidLocation, parse_prefix, storage_prefix
 from hivecat.specs.clusterstorage import ClusterStorageSpec, overlapping, same_location
 
 __all__ = ["ClusterEntry", "RegistryDecision", "Rejection", "cluster_entry", "decide_registry",
@@ -89,13 +89,13 @@ def decide_registry(registered: Mapping[str, ClusterEntry], members: Sequence[Cl
     unique: dict[str, ClusterEntry] = {}
     for member in members:
         unique.setdefault(member.name, member)
-    entries: dict[str, ClusterEntry] = {}
+    entries = _Taken()
     rejected: dict[str, Rejection] = {}
     for name, member in unique.items():
         if registered.get(name) == member:
-            clash = _first_conflict(member, entries)
+            clash = entries.first_conflict(member)
             if clash is None:
-                entries[name] = member
+                entries.add(member)
             else:  # only a hand-edited document can conflict with itself: the earlier keeps its claim
                 rejected[name] = clash
     pending = [m for m in unique.values() if m.name not in entries and m.name not in rejected]
@@ -103,12 +103,12 @@ def decide_registry(registered: Mapping[str, ClusterEntry], members: Sequence[Cl
     progress = True
     while progress and pending:
         progress, waiting = False, []
+        reserved = _Taken(registered[m.name] for m in pending if m.name in registered)
         for member in pending:
-            reserved = {m.name: registered[m.name] for m in pending
-                        if m.name != member.name and m.name not in entries and m.name in registered}
-            clash = _first_conflict(member, entries) or _first_conflict(member, reserved, still=True)
+            clash = entries.first_conflict(member) or reserved.first_conflict(member, still=True)
             if clash is None:
-                entries[member.name] = member
+                entries.add(member)
+                reserved.remove(member.name)  # taken: its registered entry reserves nothing any more
                 progress = True
             else:
                 clashes[member.name] = clash
@@ -117,19 +117,67 @@ def decide_registry(registered: Mapping[str, ClusterEntry], members: Sequence[Cl
     for member in pending:
         rejected[member.name] = clashes[member.name]
         old = registered.get(member.name)
-        if old is not None and _first_conflict(old, entries) is None:
-            entries[member.name] = old
-    return RegistryDecision({name: entries[name] for name in unique if name in entries},
+        if old is not None and entries.first_conflict(old) is None:
+            entries.add(old)
+    return RegistryDecision({name: entries.entries[name] for name in unique if name in entries},
                             {name: rejected[name] for name in unique if name in rejected})
 
 
-def _first_conflict(entry: ClusterEntry, others: Mapping[str, ClusterEntry], still: bool = False) -> Rejection | None:
-    for other in others.values():
-        if other.name != entry.name:
-            clash = _conflict(entry, other, still)
-            if clash is not None:
-                return clash
-    return None
+class _Taken:
+    """Entries taken so far, indexed by the storage each of their URIs is on (scheme family and host): a new
+    entry is compared only with the entries that share a storage with it, in the order they were taken, so a
+    decision over n ClusterStorages costs about n log n comparisons, not n²."""
+
+    def __init__(self, entries: Iterable[ClusterEntry] = ()) -> None:
+        self.entries: dict[str, ClusterEntry] = {}
+        self._order: dict[str, int] = {}
+        self._by_filesystem: dict[str, set[str]] = {}
+        self._by_source: dict[str, set[str]] = {}
+        for entry in entries:
+            self.add(entry)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.entries
+
+    def add(self, entry: ClusterEntry) -> None:
+        self.entries[entry.name] = entry
+        self._order[entry.name] = len(self._order)
+        self._by_filesystem.setdefault(_storage(entry.filesystem), set()).add(entry.name)
+        for _, uri in _sources(entry):
+            self._by_source.setdefault(_storage(uri), set()).add(entry.name)
+
+    def remove(self, name: str) -> None:
+        self.entries.pop(name, None)
+
+    def first_conflict(self, entry: ClusterEntry, still: bool = False) -> Rejection | None:
+        """The first entry taken (in order) that `entry` cannot be registered beside, as a Rejection."""
+        own = [_storage(entry.filesystem), *(_storage(uri) for _, uri in _sources(entry))]
+        if ANY in own:  # not a URI: compared with every entry, as before it was indexed
+            names = set(self.entries)
+        else:
+            names = {n for key in (*own, ANY) for n in self._by_filesystem.get(key, ())}
+            names |= {n for key in (own[0], ANY) for n in self._by_source.get(key, ())}
+        for name in sorted(names, key=self._order.__getitem__):
+            other = self.entries.get(name)
+            if other is not None and other.name != entry.name:
+                clash = _conflict(entry, other, still)
+                if clash is not None:
+                    return clash
+        return None
+
+
+ANY = "*"  # the index key of a URI that does not parse: it may clash with anything
+
+
+def _storage(uri: str) -> str:
+    """The index key of `uri`: its scheme's family and host (a superset of what can overlap it)."""
+    try:
+        prefix = storage_prefix(uri)
+    except InvalidLocation:
+        return ANY
+    host = prefix.authority.rsplit("@", 1)[-1]
+    host = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    return f"{prefix.scheme}://{host.lower()}"
 
 
 def _conflict(entry: ClusterEntry, other: ClusterEntry, still: bool) -> Rejection | None:
