@@ -81,6 +81,9 @@ def owned_by(found: Mapping[str, Any], uid: str) -> bool:
     return labelled and any(ref.get("uid") == uid for ref in meta.get("ownerReferences") or ())
 
 
+APPLY_ATTEMPTS = 3  # of a pinned apply that meets a newer version
+
+
 def apply(manifest: Mapping[str, Any]) -> dict[str, Any]:
     """Create `manifest` (which names its namespace and owner), or server-side apply it over the object hivecat
     created for that owner; return the object as stored. NameTaken when the name is someone else's."""
@@ -106,9 +109,20 @@ def apply(manifest: Mapping[str, Any]) -> dict[str, Any]:
             raise NameTaken(manifest["kind"], namespace, name)
         if manifest["kind"] in CREATED_ONCE:
             return found
-        pinned = {**manifest, "metadata": {**meta, "resourceVersion": found["metadata"]["resourceVersion"]}}
-        result = resource.server_side_apply(body=pinned, name=name, namespace=namespace,
-                                            field_manager=FIELD_MANAGER, force_conflicts=True)
+        for attempt in range(APPLY_ATTEMPTS):
+            # Pinned to the version judged ours: a 409 says it changed since (a controller writing its status,
+            # say), so it is read and judged again, never applied over unseen.
+            pinned = {**manifest, "metadata": {**meta, "resourceVersion": found["metadata"]["resourceVersion"]}}
+            try:
+                result = resource.server_side_apply(body=pinned, name=name, namespace=namespace,
+                                                    field_manager=FIELD_MANAGER, force_conflicts=True)
+                break
+            except ApiException as error:
+                if error.status != 409 or attempt == APPLY_ATTEMPTS - 1:
+                    raise
+            found = get(manifest["apiVersion"], manifest["kind"], namespace, name)
+            if found is None or not owned_by(found, uid):
+                raise NameTaken(manifest["kind"], namespace, name)
     except ApiException as error:
         if _terminating(error):
             raise NamespaceTerminating(f"namespace {namespace} is being deleted") from None
