@@ -371,7 +371,7 @@ def test_a_pass_starts_a_copy_and_ends_and_a_later_pass_reads_verifies_and_recor
 
     launcher = Deferred()
     first = run(replica(secondaries=["dr1"]), catalog, clusters, launcher)
-    assert first.in_flight and not first.failed and first.events == []
+    assert first.in_flight and not first.waiting and not first.failed and first.events == []
     dr1 = first.status["replicas"][1]
     assert dr1["state"] == "Copying" and dr1["copyRunId"] == "run-7" and "lastOutcome" not in dr1
     assert replica_key("dr1", "location") not in catalog.params("2026-11-01")
@@ -396,7 +396,7 @@ def test_a_copy_that_cannot_start_yet_waits_and_says_why(lake) -> None:
             return LaunchResult(WAITING, "2 Local copies run already")
 
     out = run(replica(secondaries=["dr1"]), catalog, clusters, Full())
-    assert out.in_flight and not out.failed and out.status["replicas"][1]["state"] == "Copying"
+    assert out.in_flight and out.waiting and not out.failed and out.status["replicas"][1]["state"] == "Copying"
     assert "the copy waits: 2 Local copies run already" in next(c for c in out.conditions
                                                                 if c.type == "InSync").message
 

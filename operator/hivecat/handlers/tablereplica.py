@@ -5,7 +5,7 @@ changes, when the `hivecatalog.io/sync-now` annotation changes, every schedule.i
 after a failed sync with backoff. After a start, the first syncs of the TableReplicas found are spread over the
 Helm value concurrency.startupSpreadSeconds. One daemon per TableReplica runs its passes one after the other,
 so there is one run per TableReplica and secondary at a time. A pass never waits for a copy: it starts one and
-ends; the copy's end (a copy Job's watch event, a Local child's exit, or at the latest OBSERVE_SECONDS later)
+ends; the copy's end (a copy Job's watch event, a Local child's exit, or at the latest RUNNING_SECONDS later)
 brings the pass that verifies and records it.
 
 Every pass first asks what the namespace's policy allows: the schedule within its minimums, the catalog's
@@ -56,7 +56,10 @@ from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.tablereplica import TableReplicaSpec, parse_table_replica
 
 TICK = 0.5
-OBSERVE_SECONDS = 5.0  # while a copy runs, or waits to start: the next pass at the latest this much later
+# The next pass at the latest this much later: while a copy waits to start, and while one runs (its end
+# announces itself -- a Job's watch event, a Local child's exit -- but a SparkApplication's is not watched).
+OBSERVE_SECONDS = 5.0
+RUNNING_SECONDS = 30.0
 _ended: set[tuple[str, str]] = set()  # (namespace, name) of TableReplicas whose copy Job has ended
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
@@ -198,7 +201,8 @@ def _sync(body: kopf.Body, memo: kopf.Memo, stopped: Any, logger: logging.Logger
     if stopped():
         return  # cancelled with the operator: the next start syncs again (units stay all-or-nothing)
     _record(namespace, name, outcome, (sync or {}).get("ended", {}))
-    memo["copying"], memo["observe_at"] = outcome.in_flight, time.time() + OBSERVE_SECONDS
+    memo["copying"] = outcome.in_flight
+    memo["observe_at"] = time.time() + (OBSERVE_SECONDS if outcome.waiting else RUNNING_SECONDS)
     if outcome.in_flight:
         memo["sync"] = {"run_id": run_id, "ended": outcome.ended, "started": outcome.started,
                         "copying": {o.cluster: o.copying.copy_run_id for o in outcome.secondaries

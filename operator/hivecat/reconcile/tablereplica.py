@@ -37,7 +37,7 @@ from hivecat.replication.bookkeeping import bookkeeping, read_only_marks
 from hivecat.replication.failover import (FAILBACK_DIR, Moved, Switch, SwitchRefused, check_switch,
                                          relocate_changed, switch_locations)
 from hivecat.replication.housekeeping import HousekeepingReport, housekeep
-from hivecat.replication.launch import CANCELLED, SUCCEEDED, Launcher, LaunchResult
+from hivecat.replication.launch import CANCELLED, SUCCEEDED, WAITING, Launcher, LaunchResult
 from hivecat.replication.placement import cluster_of
 from hivecat.replication.planner import PlanRefused, ReplicaPlan, ReplicaScope, on_secondary, plan_replica
 from hivecat.replication.registry import ClusterEntry
@@ -208,6 +208,13 @@ class SyncOutcome:
     relocations: list[RelocationReport] = field(default_factory=list)  # the switch's runs, if any (metrics)
     in_flight: bool = False  # a copy runs (or waits to start): a pass soon after its end reads it
     started: datetime | None = None  # when the sync began (its first pass)
+
+    @property
+    def waiting(self) -> bool:
+        """In flight, but some copy has not started yet (no Local slot, an earlier workload being deleted), or
+        the failback's copy runs: worth a look soon, where a running copy's end announces itself."""
+        copying = [o.copying for o in self.secondaries if o.copying is not None]
+        return self.in_flight and (not copying or any(c.outcome == WAITING for c in copying))
 
     @property
     def ended(self) -> dict[str, Ended]:
