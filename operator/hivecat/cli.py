@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from hivecat import __version__
+from hivecat.malloc import return_freed_memory
 from hivecat.commands import distcp, relocate, route
 
 HANDLERS_MODULE = "hivecat.handlers"
@@ -47,6 +48,7 @@ def _run_operator(kopf_args: list[str]) -> int:
         return 2
     import kopf.cli  # kopf is only needed by this subcommand
 
+    return_freed_memory()
     from hivecat.config import EXACT_NAMESPACES_ENV
     if watches_exact_namespaces(kopf_args):  # before config() is first read, here and in the handlers
         os.environ[EXACT_NAMESPACES_ENV] = "true"

@@ -100,16 +100,11 @@ class S3Settings:
         return pafs.S3FileSystem(**options)
 
     def client(self):
-        """A boto3 S3 client with the same endpoint and credentials (for server-side copies)."""
-        import boto3
-        from botocore.config import Config
+        """An S3 client with the same endpoint and credentials (for server-side copies), shared (hivecat.aws)."""
+        from hivecat import aws
 
-        config = Config(s3={"addressing_style": "path"} if self.endpoint else {},
-                        retries={"max_attempts": 5, "mode": "standard"})
-        return boto3.session.Session().client(
-            "s3", endpoint_url=self.endpoint, region_name=self.region, config=config,
-            aws_access_key_id=self.access_key, aws_secret_access_key=self.secret_key,
-            aws_session_token=self.session_token)
+        return aws.client("s3", self.region, self.endpoint, (self.access_key, self.secret_key, self.session_token),
+                          aws.ClientSettings(attempts=6, path_style=bool(self.endpoint)))
 
 
 def _environment_keys(environ: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
@@ -329,7 +324,7 @@ class Storage:
         return _filesystem(self.s3, self.webhdfs, location.scheme, location.authority)
 
     def s3_client(self):
-        return _s3_client(self.s3)
+        return self.s3.client()
 
 
 @functools.lru_cache(maxsize=16)
@@ -345,8 +340,3 @@ def _filesystem(s3: S3Settings, webhdfs: WebHdfsSettings, scheme: str, authority
     from hivecat.copy import webhdfs as webhdfs_fs  # here: requests and pyarrow load only when HDFS is used
 
     return webhdfs_fs.filesystem(webhdfs, authority)
-
-
-@functools.lru_cache(maxsize=4)
-def _s3_client(s3: S3Settings):
-    return s3.client()

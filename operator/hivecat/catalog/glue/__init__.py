@@ -21,9 +21,9 @@ class GlueCatalog(ApiCatalog):
                  journal_url: str | None = None, segments: int = 1, client: Any = None,
                  batch_size: int = MAX_BATCH_UPDATE, functions: bool = True):
         if client is None:
-            import boto3
+            from hivecat import aws
 
-            client = boto3.client("glue", region_name=region, endpoint_url=endpoint_url)
+            client = aws.client("glue", region, endpoint_url)
         self.client = client
         name = f"glue://{region}" + (f"/{catalog_id}" if catalog_id else "")
         super().__init__(GlueBackend(client, name, catalog_id=catalog_id, segments=segments,

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from botocore.exceptions import ClientError
 
+from hivecat import aws
+
 DEFAULT_DATABASE = "default"
 DEFAULT_ATTEMPTS = 3
 
@@ -20,17 +22,10 @@ DEFAULT_ATTEMPTS = 3
 def glue_client(region: str, endpoint: str | None = None, access_key: str | None = None,
                 secret_key: str | None = None, timeout: float = 10, *, session_token: str | None = None,
                 attempts: int = DEFAULT_ATTEMPTS) -> Any:
-    """A boto3 Glue client with bounded waits. Credentials: the given keys, else boto3's usual chain (env,
-    web identity for IRSA, instance role). A Session of its own: boto3's default session is not safe to
-    share between the worker threads the operator runs this in."""
-    import boto3
-    from botocore.config import Config
-
-    session = boto3.session.Session(aws_access_key_id=access_key or None, aws_secret_access_key=secret_key or None,
-                                    aws_session_token=session_token or None, region_name=region)
-    config = Config(connect_timeout=timeout, read_timeout=timeout,
-                    retries={"mode": "standard", "total_max_attempts": max(1, attempts)})
-    return session.client("glue", endpoint_url=endpoint or None, config=config)
+    """A Glue client with bounded waits, shared with every caller of the same keys and settings (hivecat.aws).
+    Credentials: the given keys, else boto3's usual chain (env, web identity for IRSA, instance role)."""
+    return aws.client("glue", region, endpoint, (access_key, secret_key, session_token),
+                      aws.ClientSettings(attempts=max(1, attempts), timeout=timeout))
 
 
 @dataclass(frozen=True)

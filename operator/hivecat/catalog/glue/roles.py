@@ -19,12 +19,9 @@ def session_name(namespace: str) -> str:
 def assume_role(role_arn: str, region: str, namespace: str, timeout: float = 10) -> tuple[str, str, str]:
     """(access key, secret key, session token) of `role_arn`. Raises botocore's errors (probes.glue_failure
     classifies them)."""
-    import boto3
-    from botocore.config import Config
+    from hivecat import aws
 
-    config = Config(connect_timeout=timeout, read_timeout=timeout, retries={"mode": "standard",
-                                                                            "total_max_attempts": 2})
-    sts = boto3.session.Session(region_name=region).client("sts", config=config)
+    sts = aws.client("sts", region, settings=aws.ClientSettings(attempts=2, timeout=timeout))
     found = sts.assume_role(RoleArn=role_arn, RoleSessionName=session_name(namespace),
                             DurationSeconds=SESSION_SECONDS)["Credentials"]
     return found["AccessKeyId"], found["SecretAccessKey"], found["SessionToken"]
