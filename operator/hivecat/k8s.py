@@ -22,6 +22,7 @@ from typing import Any
 
 from hivecat import reasons
 from hivecat.apierrors import NamespaceTerminating, NameTaken, SecretUnavailable
+from hivecat.config import config as hivecat_config
 from hivecat.kinds import LABEL_MANAGED_BY, MANAGED_BY
 
 __all__ = ["NameTaken", "NamespaceTerminating", "SecretUnavailable", "SecretValue", "apply", "delete", "get",
@@ -31,6 +32,7 @@ __all__ = ["NameTaken", "NamespaceTerminating", "SecretUnavailable", "SecretValu
 FIELD_MANAGER = "hivecat"
 # Kinds hivecat creates and never changes (a Job's template cannot change; a run is deleted, then made anew).
 CREATED_ONCE = frozenset({"Job", "SparkApplication"})
+KOPF_THREADS = 16  # kopf runs synchronous handlers on the event loop's default executor (min(32, CPUs + 4))
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,11 @@ def _dynamic() -> Any:
         config.load_incluster_config()
     except config.ConfigException:
         config.load_kube_config()  # KUBECONFIG or ~/.kube/config, as kopf found it
-    return dynamic.DynamicClient(client.ApiClient())
+    settings = client.Configuration.get_default_copy()
+    # One kept connection per thread that may call at once (every kind's pool, kopf's handler threads): the
+    # default (5 per CPU) made the operator open, and TLS-handshake, a new connection for most requests.
+    settings.connection_pool_maxsize = 3 * hivecat_config().workers + KOPF_THREADS
+    return dynamic.DynamicClient(client.ApiClient(settings))
 
 
 def _resource(api_version: str, kind: str) -> Any:

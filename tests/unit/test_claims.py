@@ -5,7 +5,7 @@ until the policy names one owner."""
 from __future__ import annotations
 
 from hivecat import reasons
-from hivecat.reconcile.claims import Claim, claim_conflict
+from hivecat.reconcile.claims import Claim, KnownClaims, claim_conflict
 
 A = Claim("team-a", "dr", "s3://dr-bucket/warehouse", registered=True, created="2026-01-01T00:00:00Z")
 
@@ -55,3 +55,32 @@ def test_shared_only_when_both_sides_are_granted_it_as_shared() -> None:
     b = Claim("team-b", "dr", A.filesystem, False, "2027-01-01T00:00:00Z")
     assert claim_conflict(b, [A], lambda claim: True) is None
     assert claim_conflict(b, [A], lambda claim: claim.namespace == "team-b") is not None
+
+
+
+SPELLINGS = ("s3://dr-bucket", "s3a://DR-Bucket/warehouse", "s3n://dr-bucket/warehouse/x", "s3://dr-bucket-2/w",
+             "s3://dr-bucket/warehouse2", "s3://dr-bucket/warehouse.db", "s3://dr-bucket/Warehouse/x",
+             "s3://dr-bucket/team-a/w", "s3://dr-bucket/team-a", "s3://dr-bucket/team-b/w/deep/er",
+             "hdfs://nn:8020/data", "hdfs://NN:8020/data/sales", "hdfs://nn/data", "hdfs://nn:9000/data",
+             "hdfs://nn:8020/", "viewfs://nn:8020/data", "webhdfs://nn:8020/data", "gs://b/w",
+             "abfs://c@acct.dfs.core.windows.net/w", "abfss://c@acct.dfs.core.windows.net/w/x",
+             "abfs://d@acct.dfs.core.windows.net/w", "file:/data", "file:///data/x", "file:/data0", "file:/other",
+             "not a uri", "s3://", "hdfs:///data")
+
+
+def test_the_storage_index_finds_exactly_the_overlaps() -> None:
+    """KnownClaims.near looks at one storage's paths above, at and below a filesystem: it must find exactly
+    the claims that overlap it (every spelling of a family, case rules, sibling paths that share a prefix)."""
+    claims = [Claim(f"team-{i}", f"c{i}", fs, False, f"2026-01-{i + 1:02d}T00:00:00Z")
+              for i, fs in enumerate(SPELLINGS)]
+    known = KnownClaims.of(claims)
+    pairs = 0
+    for mine in claims:
+        expected = {c.name for c in claims if c is not mine and claim_conflict(mine, [c], never_shared) is not None
+                    or claim_conflict(c, [mine], never_shared) is not None}
+        near = {c.name for c in known.near(mine.filesystem) if c is not mine}
+        assert near == expected, mine.filesystem
+        pairs += len(expected)
+    assert pairs >= 30  # the spellings above do overlap (the s3 family, hdfs://nn:8020, abfs, file)
+    assert known.by_name["team-0", "c0"].filesystem == "s3://dr-bucket"
+    assert known.near("not a uri") == []

@@ -30,11 +30,14 @@ from hivecat.copy.storage import Storage
 from hivecat.reconcile.clusterstorage import Backend, scan_pass
 from hivecat.replication.registry import ClusterEntry
 from hivecat.reconcile.tablereplica import SyncOutcome, sync_pass
-from hivecat.replication.launch import LocalLauncher
+from hivecat.replication.launch import LocalLauncher, LocalRuns
 from hivecat.replication.placement import placement_of
 from hivecat.replication.routing import route
 from hivecat.specs.clusterstorage import parse_cluster_storage
 from hivecat.specs.tablereplica import parse_table_replica
+
+
+COPY_POLL_SECONDS = 0.2
 
 
 class DemoFailed(Exception):
@@ -48,6 +51,7 @@ class Story:
     spark: Any
     say: Callable[[str], None]
     summary: list[tuple[str, str]] = field(default_factory=list)
+    runs: LocalRuns = field(default_factory=lambda: LocalRuns(cap=1))  # the copy children, as in the operator
 
     @property
     def clusters(self) -> dict[str, ClusterEntry]:
@@ -64,7 +68,7 @@ class Story:
         return open_catalog(backend.target, journal=journal)
 
     def launcher(self, secondary: ClusterEntry) -> LocalLauncher:
-        return LocalLauncher(self.root / "copies")
+        return LocalLauncher(self.root / "copies", self.runs, ("demo", "sales", secondary.name))
 
     def storage(self) -> Storage:
         return Storage()
@@ -155,8 +159,13 @@ class Story:
                 "spec": {"catalogRef": {"name": "demo"}, "database": "demo", "table": "sales", "primary": "main",
                          "secondaries": ["dr"], **({"active": active} if active else {})}}
         began = time.monotonic()
-        out = sync_pass(parse_table_replica(body), self.backends, self.clusters, self, new_run_id(),
-                        clock=lambda: datetime.now(timezone.utc))
+        run_id, spec = new_run_id(), parse_table_replica(body)
+        out = sync_pass(spec, self.backends, self.clusters, self, run_id, clock=lambda: datetime.now(timezone.utc))
+        while out.in_flight:  # as the operator's daemon: the pass started the copies; the next reads their end
+            while not self.runs.ended(("demo", "sales")):
+                time.sleep(COPY_POLL_SECONDS)
+            out = sync_pass(spec, self.backends, self.clusters, self, run_id, clock=lambda: datetime.now(timezone.utc),
+                            ended=out.ended, started=out.started)
         for _, reason, message in out.events:
             self.say(f"{what}: {reason}: {message}")
         ready = next((c for c in out.conditions if c.type == "Ready"), None)

@@ -10,7 +10,7 @@ import kopf
 
 from hivecat import metrics
 from hivecat.config import config
-from hivecat.handlers import pools, storage
+from hivecat.handlers import pools, storage, wakes
 from hivecat.kinds import FINALIZER, GROUP, KINDS, VERSION
 
 
@@ -24,6 +24,9 @@ def configure(settings: kopf.OperatorSettings, **_: object) -> None:
     # Only warnings and errors become Kubernetes Events by themselves: the handlers post their own Normal
     # Events (created, upgraded, switched) where something happened, not one per handler run.
     settings.posting.level = logging.WARNING
+    # kopf posts the Events of at most this many objects at once: the first syncs of 1,000 TableReplicas each
+    # post one, and each concurrent post is a TLS connection of its own (256 KiB of buffers).
+    settings.posting.worker_limit = KOPF_POSTERS
     # Watching named namespaces only, kopf needs not list namespaces (nor watch CRDs) to find what it serves:
     # the chart grants that only with clusterWide (least privilege; tests/operator/test_zz_rbac_audit.py).
     settings.scanning.disabled = config().exact_namespaces
@@ -31,8 +34,24 @@ def configure(settings: kopf.OperatorSettings, **_: object) -> None:
     # signed AWS headers and Kubernetes tokens: keep them at WARNING whatever kopf's level is.
     for noisy in ("botocore", "boto3", "s3transfer", "urllib3", "kubernetes"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    logging.getLogger("kopf.objects").addFilter(_quiet_event_handlers)
     if config().metrics_port:
         metrics.serve(config().metrics_port)
+
+
+# Handlers and indexers that run on every event of what they watch: their success is not news, and at 1,000
+# resources its log line was a tenth of the event loop's time (written synchronously). Failures are still logged.
+_EVENT_HANDLERS = ("observed", "registry_inputs", "policy_changed", "copy_job_changed")
+_INDEXERS = ("storages_by_catalog", "replicas_by_storage", "replicas_by_table", "catalog_policies")
+_QUIET = frozenset([*(f"Handler {name!r} succeeded." for name in _EVENT_HANDLERS),
+                    *(f"Indexer {name!r} succeeded." for name in _INDEXERS)])
+
+
+def _quiet_event_handlers(record: logging.LogRecord) -> bool:
+    return record.msg not in _QUIET
+
+
+KOPF_POSTERS = 16
 
 
 _loop_watch: list[asyncio.Task[None]] = []
@@ -57,14 +76,18 @@ def stop_work(**_: object) -> None:
     pools.shutdown()
 
 
-def migrate_state(type: str, body: kopf.Body, patch: kopf.Patch, logger: logging.Logger, **_: object) -> None:
-    """On an object's first event, move kopf's state from the previous release's annotations."""
+async def observed(type: str, body: kopf.Body, patch: kopf.Patch, logger: logging.Logger, **_: object) -> None:
+    """Every event of a hivecat resource. On its first, kopf's state moves from the previous release's
+    annotations. Each wakes the resource's daemon (its spec handler's status or a pass's own may make the
+    next step due; wakes.py): one handler for both, so one handler run (and log line) per event. Async: no
+    I/O here, so no event waits for one of kopf's executor threads."""
     if type != "DELETED" and storage.migrate(body, patch):
         logger.info("kopf's state moved from %s/ to %s/", storage.LEGACY_PREFIX, storage.PREFIX)
+    wakes.wake(str(body.get("kind")), body.meta.namespace or "", body.meta.name or "")
 
 
 for _kind in KINDS:
-    kopf.on.event(GROUP, VERSION, _kind.plural)(migrate_state)
+    kopf.on.event(GROUP, VERSION, _kind.plural)(observed)
 
 
 from hivecat.handlers import policy  # noqa: E402,F401  (registers the CatalogPolicy index and status)

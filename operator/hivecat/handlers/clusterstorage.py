@@ -30,12 +30,12 @@ from hivecat import k8s, metrics, reasons
 from hivecat.catalog.base import Catalog
 from hivecat.config import config
 from hivecat.kinds import CLUSTER_STORAGE, GROUP, HIVE_CATALOG, TABLE_REPLICA, VERSION
-from hivecat.handlers import pools
+from hivecat.handlers import pools, wakes
 from hivecat.handlers.policy import changes as policy_changes
 from hivecat.handlers.policy import policy_of
 from hivecat.handlers.ports import catalog_backends, open_backend, registry_text
 from hivecat.reconcile.access import NamespacePolicy, check_cluster_storage, judged
-from hivecat.reconcile.claims import Claim, claim_conflict
+from hivecat.reconcile.claims import Claim, KnownClaims, claim_conflict
 from hivecat.reconcile.clusterstorage import DRIFTED, READY, Backend, register, registration_of, scan_pass
 from hivecat.reconcile.conditions import Condition, find, merge
 from hivecat.reconcile.backoff import backoff
@@ -46,13 +46,16 @@ from hivecat.specs.clusterstorage import ClusterStorageSpec, canonical_uri, pars
 from hivecat.specs.errors import SpecInvalid
 from hivecat.workloads.registry import registry_config_map
 
-TICK = 0.5  # the daemon's beat: cheap checks of the index and the schedule
+TICK = 0.5  # the daemon's first look, and its next one after a registration
+SLEEP = 5.0  # the longest sleep: events wake the daemon (wakes.py); this bounds the drift schedule's lateness
 CATALOG_RETRY = 5.0  # seconds between registration attempts while the catalog is missing
 INPUTS_RECHECK = 30.0  # seconds: a look at the registration's inputs although no event moved them (a namespace's labels)
 _inputs: Counter[tuple[str, str]] = Counter()  # (namespace, catalog) → events of its ClusterStorages
 _catalog_of: dict[tuple[str, str], str] = {}   # (namespace, name) → the catalog it was last seen in
 _catalog_locks: dict[tuple[str, str], threading.Lock] = {}
 _catalog_locks_guard = threading.Lock()
+_storage_events = [0]  # events of any ClusterStorage: the claims are read again after one
+_claims_guard = threading.Lock()
 
 
 def _catalog_lock(namespace: str, catalog: str) -> threading.Lock:
@@ -71,6 +74,23 @@ def storages_by_catalog(namespace: str, name: str, spec: kopf.Spec, status: kopf
         "metadata": {"name": name, "namespace": namespace, "creationTimestamp": meta.get("creationTimestamp"),
                      "deletionTimestamp": meta.get("deletionTimestamp")},
         "spec": dict(spec), "status": {k: status.get(k) for k in ("filesystem", "previousFilesystems")}}}
+
+
+_claims_seen: list[Any] = [None, -1, None]  # the index, _storage_events when read, its KnownClaims
+
+
+def known_claims(index: kopf.Index) -> KnownClaims:
+    """claims(index), indexed; built again only after an event of a ClusterStorage (registry_inputs counts
+    them after kopf updated the index), never per question: every registration and sync asks."""
+    with _claims_guard:
+        seen_index, seen_events, seen = _claims_seen
+        events = _storage_events[0]  # read before the index: what is built is at least this new
+    if seen_index is index and seen_events == events:
+        return seen
+    built = KnownClaims.of(claims(index))
+    with _claims_guard:
+        _claims_seen[:] = [index, events, built]
+    return built
 
 
 def claims(index: kopf.Index) -> list[Claim]:
@@ -99,8 +119,8 @@ def _canonical(uri: Any) -> str | None:
 def claim_of(namespace: str, name: str, filesystem: str, index: kopf.Index,
              policies: kopf.Index) -> Violation | None:
     """Whether another namespace claimed this ClusterStorage's storage first (reconcile/claims.py)."""
-    everyone = claims(index)
-    mine = next((c for c in everyone if (c.namespace, c.name) == (namespace, name)), None)
+    known = known_claims(index)
+    mine = known.by_name.get((namespace, name))
     if mine is None or mine.filesystem != filesystem:  # not indexed yet, or its spec moved on: as a newcomer
         mine = Claim(namespace, name, filesystem, False, "9999")
     granted: dict[str, NamespacePolicy] = {}
@@ -109,7 +129,7 @@ def claim_of(namespace: str, name: str, filesystem: str, index: kopf.Index,
         policy = granted.setdefault(claim.namespace, policy_of(claim.namespace, policies))
         grant = policy.storage_grant(claim.filesystem)
         return grant is not None and grant.shared
-    return claim_conflict(mine, [c for c in everyone if c is not mine], shared)
+    return claim_conflict(mine, [c for c in known.near(filesystem) if c is not mine], shared)
 
 
 @kopf.index(GROUP, VERSION, TABLE_REPLICA.plural)
@@ -122,16 +142,20 @@ def replicas_by_storage(namespace: str, name: str, spec: kopf.Spec, **_: Any) ->
 # --- registration ------------------------------------------------------------------------------------------
 
 @kopf.on.event(GROUP, VERSION, CLUSTER_STORAGE.plural)
-def registry_inputs(type: str, namespace: str, name: str, spec: kopf.Spec, **_: Any) -> None:
+async def registry_inputs(type: str, namespace: str, name: str, spec: kopf.Spec, **_: Any) -> None:
     """Count the events of each catalog's ClusterStorages (after kopf updated its index), so that each daemon
-    looks at its registration's inputs only when they may have moved, never O(n) every tick."""
+    looks at its registration's inputs only when they may have moved, never O(n) on every wake."""
     catalog = (spec.get("catalogRef") or {}).get("name") or ""
-    for moved in {catalog, _catalog_of.get((namespace, name), catalog)}:  # the catalog left, too
-        _inputs[(namespace, moved)] += 1
+    moved = {catalog, _catalog_of.get((namespace, name), catalog)}  # the catalog it left, too
+    for each in moved:
+        _inputs[(namespace, each)] += 1
+    with _claims_guard:
+        _storage_events[0] += 1
     if type == "DELETED":
         _catalog_of.pop((namespace, name), None)
     else:
         _catalog_of[(namespace, name)] = catalog
+    wakes.wake_all(CLUSTER_STORAGE.kind, lambda key: key[1] == namespace and _catalog_of.get(key[1:]) in moved)
 
 
 class LiveStoragePorts:
@@ -271,6 +295,7 @@ def reconcile(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, storages_by_c
         return  # it goes with its namespace
     memo["scan_now"] = True  # a new spec, a sync-now annotation (or a restart) asks for a fresh scan
     memo["registered_members"] = fingerprint
+    wakes.wake(CLUSTER_STORAGE.kind, body.meta.namespace, body.meta.name)
 
 
 @kopf.on.delete(GROUP, VERSION, CLUSTER_STORAGE.plural)
@@ -320,10 +345,18 @@ async def watch(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, s
                 catalog_policies: kopf.Index, logger: logging.Logger, **_: Any) -> None:
     """Registration again when the catalog's ClusterStorages or the namespace's policy changed; drift scans
     when due."""
+    async with wakes.Sleeper((CLUSTER_STORAGE.kind, body.meta.namespace, body.meta.name), stopped) as sleeper:
+        await _watch(stopped, sleeper, body, memo, storages_by_catalog, catalog_policies, logger)
+
+
+async def _watch(stopped: kopf.DaemonStopped, sleeper: wakes.Sleeper, body: kopf.Body, memo: kopf.Memo,
+                 storages_by_catalog: kopf.Index, catalog_policies: kopf.Index, logger: logging.Logger) -> None:
     last_attempt = looked = 0.0
     seen: tuple[int, int] | None = None
+    pause = TICK
     while not stopped:
-        await stopped.wait(TICK)
+        await sleeper.sleep(pause)
+        pause = SLEEP
         if stopped or body.meta.get("deletionTimestamp"):
             continue
         catalog = (body.spec.get("catalogRef") or {}).get("name") or ""
@@ -338,6 +371,7 @@ async def watch(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, s
         if moved or retry:
             memo["registered_members"], last_attempt = fingerprint, time.monotonic()
             await pools.run(CLUSTER_STORAGE.kind, _register_again, body, storages_by_catalog, catalog_policies)
+            pause = TICK  # a scan may be due as well
             continue
         if _scan_due(body, memo):
             await pools.run(CLUSTER_STORAGE.kind, _scan, body, memo, logger, catalog_policies)
@@ -402,8 +436,10 @@ def _scan(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, policies: ko
         memo["retry_at"] = time.time() + backoff(memo["scan_failures"], _interval(body))
     else:
         memo.pop("scan_failures", None)
-    ready = find(status.get("conditions"), READY)
-    kept = [Condition(READY, ready["status"], ready.get("reason", ""), ready.get("message", ""))] if ready else []
+    # The registration's conditions stay as it wrote them: Ready, and PolicyCompliant while the policy is only
+    # audited (a scan that dropped it hid the audit finding until the next registration).
+    kept = [Condition(c["type"], c["status"], c.get("reason", ""), c.get("message", ""))
+            for c in status.get("conditions") or () if c.get("type") in (READY, reasons.POLICY_COMPLIANT)]
     patch["conditions"] = merge(status.get("conditions"), [*kept, *conditions],
                                 generation=body.meta.get("generation"))
     if outcome_phase:

@@ -31,7 +31,7 @@ from hivecat.replication.launch import FAILED, RUNNING, SUCCEEDED, WAITING, Laun
 from hivecat.specs.clusterstorage import ComputeSpec, parse_cluster_storage
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.tablereplica import CopySettings
-from hivecat.workloads.copy_job import (ANNOTATION_PLAN, ANNOTATION_PLAN_DIGEST, ANNOTATION_RUN, CopyRun, copy_job,
+from hivecat.workloads.copy_job import (ANNOTATION_PLAN_DIGEST, ANNOTATION_RUN, CopyRun, copy_job,
                                         copy_name, job_state)
 from hivecat.workloads.spark_application import API_VERSION as SPARK_API_VERSION
 from hivecat.workloads.spark_application import KIND as SPARK_KIND
@@ -97,7 +97,7 @@ class WorkloadLauncher:
         state = self.workload.state(obj)
         if state == RUNNING:
             return LaunchResult(RUNNING, f"{kind} {self.name} runs", run_id)
-        units = self._units(obj.get("metadata") or {})
+        units = self._units(obj.get("metadata") or {}, run_id)
         if state == SUCCEEDED:
             return LaunchResult(SUCCEEDED, "", run_id, units=units)
         return LaunchResult(FAILED, f"{kind} {self.name} failed: {self.workload.failure(obj)}", run_id, units=units)
@@ -128,13 +128,16 @@ class WorkloadLauncher:
         return LaunchResult(RUNNING, f"{kind} {self.name} started", run.run_id,
                             units=tuple(u.id for u in plan.units))
 
-    def _units(self, meta: Mapping[str, Any]) -> tuple[str, ...]:
-        """The unit ids of the run's plan, read back from the secondary (pinned by its digest); none when it
-        cannot be read (the pass then counts no unit as unverified by this run)."""
-        annotations = meta.get("annotations") or {}
+    def _units(self, meta: Mapping[str, Any], run_id: str) -> tuple[str, ...]:
+        """The unit ids of the run's plan, read back from where the start wrote it: the plan location of the run
+        id this launcher recorded, never the location the workload's annotation names (whoever may edit Jobs
+        in the namespace could point it at other storage); pinned by its digest. None when it cannot be read
+        (the pass then counts no unit as unverified by this run)."""
+        digest = (meta.get("annotations") or {}).get(ANNOTATION_PLAN_DIGEST)
         try:
-            plan = read_plan(self.storage, annotations[ANNOTATION_PLAN], annotations.get(ANNOTATION_PLAN_DIGEST))
-        except (KeyError, OSError, ValueError, CopyInputError):
+            location = plan_location(self.secondary.filesystem, self.namespace, self.replica, run_id)
+            plan = read_plan(self.storage, location, digest)
+        except (OSError, ValueError, CopyInputError):
             return ()
         return tuple(u.id for u in plan.units)
 

@@ -13,7 +13,6 @@ no Secret is read, no backend probed, no child applied.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
@@ -24,7 +23,7 @@ import kopf
 from hivecat import k8s, metrics, reasons
 from hivecat.config import config
 from hivecat.kinds import CLUSTER_STORAGE, GROUP, HIVE_CATALOG, TABLE_REPLICA, VERSION
-from hivecat.handlers import pools
+from hivecat.handlers import pools, wakes
 from hivecat.handlers.policy import changes as policy_changes
 from hivecat.handlers.policy import policy_of
 from hivecat.handlers.ports import LivePorts
@@ -34,7 +33,8 @@ from hivecat.reconcile.conditions import Condition, merge
 from hivecat.reconcile.hivecatalog import READY, Outcome, Pass, previous_mode
 from hivecat.specs.hivecatalog import SpecInvalid, parse_hive_catalog
 
-TICK = 0.5  # the re-check daemon's beat; a pass runs only when one is due (memo['next_pass'])
+TICK = 0.5  # the re-check daemon's shortest sleep; a pass runs only when one is due (memo['next_pass'])
+SLEEP = 2.0  # its longest: a CatalogPolicy's change wakes it (wakes.py); this bounds the time-based looks
 POLICY_RECHECK = 30.0  # seconds: a look at the policy although none changed (a namespace's labels)
 
 
@@ -124,9 +124,15 @@ async def recheck(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo,
     HIVECAT_RECHECK_SECONDS. A daemon rather than a timer: a timer's `when` filter is re-evaluated only on the
     resource's own events, and an unfiltered one-second timer would log every tick. `body` is kopf's live view.
     The pass itself runs in a worker thread (blocking clients: databases, Thrift, boto3)."""
+    async with wakes.Sleeper((HIVE_CATALOG.kind, body.meta.namespace, body.meta.name), stopped) as sleeper:
+        await _recheck_when_due(stopped, sleeper, body, memo, logger, catalog_policies)
+
+
+async def _recheck_when_due(stopped: kopf.DaemonStopped, sleeper: wakes.Sleeper, body: kopf.Body, memo: kopf.Memo,
+                            logger: logging.Logger, catalog_policies: kopf.Index) -> None:
     while not stopped:
-        await asyncio.sleep(TICK)
-        if body.meta.get("deletionTimestamp"):
+        await sleeper.sleep(min(max(memo.get("next_pass", 0.0) - time.monotonic(), TICK), SLEEP))
+        if stopped or body.meta.get("deletionTimestamp"):
             continue
         changes = (policy_changes(), int(time.monotonic() // POLICY_RECHECK))  # a policy moved, or a while passed
         policy_changed = False

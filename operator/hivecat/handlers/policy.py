@@ -16,7 +16,8 @@ import kopf
 
 from hivecat import k8s, reasons
 from hivecat.config import config
-from hivecat.kinds import CATALOG_POLICY, GROUP, VERSION
+from hivecat.handlers import wakes
+from hivecat.kinds import CATALOG_POLICY, CLUSTER_STORAGE, GROUP, HIVE_CATALOG, VERSION
 from hivecat.reconcile.access import Defaults, InvalidPolicy, NamespacePolicy, namespace_policy, needs_labels
 from hivecat.reconcile.conditions import Condition, merge
 from hivecat.specs.errors import SpecInvalid
@@ -40,8 +41,10 @@ _changes = [0]  # events of CatalogPolicies seen: what a decision read of them m
 
 
 @kopf.on.event(GROUP, VERSION, CATALOG_POLICY.plural)
-def policy_changed(**_: Any) -> None:
+async def policy_changed(**_: Any) -> None:
     _changes[0] += 1
+    for kind in (HIVE_CATALOG.kind, CLUSTER_STORAGE.kind):  # what they may use is decided again
+        wakes.wake_all(kind)
 
 
 def changes() -> int:

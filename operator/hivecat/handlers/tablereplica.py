@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import time
 from datetime import datetime, timezone
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from hivecat.copy.storage import S3Settings, Storage
 from hivecat.config import config
 from hivecat.handlers.clusterstorage import claim_of
 from hivecat.handlers.copy_launch import JOB, SPARK_APPLICATION, WorkloadLauncher
-from hivecat.handlers import pools
+from hivecat.handlers import pools, wakes
 from hivecat.handlers.policy import policy_of
 from hivecat.handlers.ports import catalog_backends, open_backend, registry_text
 from hivecat.kinds import COMPONENT, GROUP, LABEL_COMPONENT, LABEL_MANAGED_BY, MANAGED_BY, TABLE_REPLICA, VERSION
@@ -55,7 +56,9 @@ from hivecat.replication.routes import SECRET_KEYS, ClusterAccess, Credentials, 
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.tablereplica import TableReplicaSpec, parse_table_replica
 
-TICK = 0.5
+TICK = 0.5  # the daemon's first look, after its spec handler (resume: the start-up spread) has run
+IDLE = 10.0  # the longest sleep: events wake the daemon; this bounds what no event announces
+COPY_POLL = 1.0  # while a copy runs: a Local child's exit is seen by polling
 # The next pass at the latest this much later: while a copy waits to start, and while one runs (its end
 # announces itself -- a Job's watch event, a Local child's exit -- but a SparkApplication's is not watched).
 OBSERVE_SECONDS = 5.0
@@ -86,6 +89,7 @@ def reconcile(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, reason: str, 
     memo.pop("retry_at", None)
     if reason == "resume":  # found at a start: not every TableReplica at once
         memo["not_before"] = time.time() + startup_delay(body.meta.get("uid") or "", config().startup_spread_seconds)
+    wakes.wake(TABLE_REPLICA.kind, body.meta.namespace, body.meta.name)
 
 
 def startup_delay(uid: str, spread: float) -> float:
@@ -125,50 +129,60 @@ async def syncer(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, 
                  storages_by_catalog: kopf.Index, catalog_policies: kopf.Index, replicas_by_table: kopf.Index,
                  **_: Any) -> None:
     indexes = Indexes(storages_by_catalog, catalog_policies, replicas_by_table)
-    while not stopped:
-        await stopped.wait(TICK)
-        if stopped or body.meta.get("deletionTimestamp") or not _due(body, memo):
-            continue
-        await pools.run(TABLE_REPLICA.kind, _sync, body, memo, lambda: bool(stopped), logger, indexes)
-        metrics.LOCAL_COPIES.set(pools.local_runs().running())
+    async with wakes.Sleeper((TABLE_REPLICA.kind, body.meta.namespace, body.meta.name), stopped) as sleeper:
+        await sleeper.sleep(TICK)
+        while not stopped:
+            wait = IDLE if body.meta.get("deletionTimestamp") else _due_in(body, memo)
+            if wait > 0:
+                await sleeper.sleep(min(wait, IDLE))
+                continue
+            await pools.run(TABLE_REPLICA.kind, _sync, body, memo, lambda: bool(stopped), logger, indexes)
+            metrics.LOCAL_COPIES.set(pools.local_runs().running())
 
 
 @kopf.on.event("batch", "v1", "jobs", labels={LABEL_MANAGED_BY: MANAGED_BY, LABEL_COMPONENT: COMPONENT.copy})
-def copy_job_changed(body: kopf.Body, namespace: str, **_: Any) -> None:
+async def copy_job_changed(body: kopf.Body, namespace: str, **_: Any) -> None:
     """A copy Job that ended brings its TableReplica's next pass, which reads and verifies it."""
     if job_state(body) == RUNNING:
         return
     for owner in body.meta.get("ownerReferences") or ():
         if owner.get("kind") == TABLE_REPLICA.kind:
             _ended.add((namespace, owner.get("name")))
+            wakes.wake(TABLE_REPLICA.kind, namespace, owner.get("name"))
 
 
-def _due(body: kopf.Body, memo: kopf.Memo) -> bool:
+def _due_in(body: kopf.Body, memo: kopf.Memo) -> float:
+    """Seconds until the next pass is due (0: now; inf: only an event can make it due)."""
     status = body.get("status") or {}
     if status.get("observedGeneration") != body.meta.get("generation") or status.get("phase") == "Invalid":
-        return False  # the event handler has not taken the spec yet, or cannot
+        return math.inf  # the event handler has not taken the spec yet, or cannot: its patch wakes the daemon
     if body.spec.get("suspend"):
-        return False
+        return math.inf
     now = time.time()
     if now < memo.get("not_before", 0.0):
-        return False
+        return memo["not_before"] - now
     key = (body.meta.namespace, body.meta.name)
     if memo.get("copying"):  # a copy runs: the next pass when it has ended, or at the latest at observe_at
         ended = key in _ended or pools.local_runs().ended(key) or now >= memo["observe_at"]
         _ended.discard(key)
         if ended or memo.get("sync_now"):
             memo.pop("sync_now", None)
-            return True
-        return False
+            return 0.0
+        return min(COPY_POLL, memo["observe_at"] - now)
     if memo.pop("sync_now", False):
-        return True
+        return 0.0
     if "retry_at" in memo:
-        return now >= memo["retry_at"]
+        return max(0.0, memo["retry_at"] - now)
     if memo.get("interval_generation") != body.meta.get("generation"):  # parse the interval once per spec
         memo["interval"] = _interval(body)
         memo["interval_generation"] = body.meta.get("generation")
+    # The last pass's end as this daemon saw it, too: its status patch may not be in the daemon's view of the
+    # body yet (a pass queued at once behind the one that just ended would sync again).
+    ended: float | None = memo.get("last_ended")
     last = status.get("lastRunTime")
-    return last is None or now >= datetime.strptime(last, TIME_FORMAT).timestamp() + memo["interval"]
+    if last is not None:
+        ended = max(datetime.strptime(last, TIME_FORMAT).replace(tzinfo=timezone.utc).timestamp(), ended or 0.0)
+    return 0.0 if ended is None else max(0.0, ended + memo["interval"] - now)
 
 
 def _interval(body: kopf.Body) -> float:
@@ -222,6 +236,7 @@ def _sync(body: kopf.Body, memo: kopf.Memo, stopped: Any, logger: logging.Logger
         status.pop("lastRunTime", None)
     else:
         status.setdefault("lastRunTime", datetime.now(timezone.utc).strftime(TIME_FORMAT))
+        memo["last_ended"] = time.time()
     try:
         k8s.patch_status(TABLE_REPLICA, namespace, name, status)
     except k8s.NamespaceTerminating:
@@ -328,8 +343,9 @@ class LiveReplicaPorts:
         if kind == "Local":  # a child process of the operator: only the environment this copy needs
             self.storage()
             family = storage_prefix(secondary.filesystem).family
-            return LocalLauncher(config().state_dir / "copies", local_environment(self._route(secondary.name), family),
-                                 runs=pools.local_runs(), key=(self.namespace, self.body.meta.name, secondary.name))
+            return LocalLauncher(config().state_dir / "copies", pools.local_runs(),
+                                 (self.namespace, self.body.meta.name, secondary.name),
+                                 local_environment(self._route(secondary.name), family))
         workload = SPARK_APPLICATION if kind == "SparkApplication" else JOB
         expected = self.copying.get(secondary.name) if self.copying is not None else _copy_run_in_status(
             self.body, secondary.name)

@@ -263,10 +263,11 @@ def is_under(location: str, prefix: str | LocationPrefix) -> bool:
     return _match_end(location, parse_prefix(prefix)) is not None
 
 
+@functools.lru_cache(maxsize=8192)
 def storage_prefix(uri: str | LocationPrefix) -> LocationPrefix:
     """`uri` as a prefix named by its scheme's family: the storage it is, whichever client spells it (s3a://b
     and s3://b are one bucket). For questions of storage (who may use it, who claimed it), not of spelling.
-    Raises InvalidLocation."""
+    Raises InvalidLocation. Remembered: claims and grants ask it of the same few URIs again and again."""
     parsed = parse_prefix(uri)
     return LocationPrefix(parsed.family, parsed.authority, parsed.path)
 

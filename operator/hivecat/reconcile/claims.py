@@ -14,11 +14,12 @@ Pure; the handler gathers the claims from its index of every watched namespace's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import bisect
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from hivecat import reasons
-from hivecat.locations.prefix import InvalidLocation, holds, storage_prefix
+from hivecat.locations.prefix import InvalidLocation, LocationPrefix, holds, storage_prefix
 from hivecat.reconcile.policy import Violation
 
 
@@ -32,6 +33,54 @@ class Claim:
 
     def order(self) -> tuple[str, str, str]:
         return self.created, self.namespace, self.name
+
+
+@dataclass(frozen=True)
+class KnownClaims:
+    """Every claim, found by ClusterStorage (namespace, name) and by storage prefix: a question looks up the
+    claims at its own path, at each path above it and in the sorted range below it (O(depth + log n + found)),
+    never every claim -- one bucket may hold every team's warehouse."""
+
+    by_name: Mapping[tuple[str, str], Claim]
+    at: Mapping[tuple[str, str, str], tuple[Claim, ...]]          # (family, authority, path) → claims
+    below: Mapping[tuple[str, str], tuple[tuple[str, ...], tuple[Claim, ...]]]  # sorted paths, their claims
+
+    @classmethod
+    def of(cls, claims: Iterable[Claim]) -> KnownClaims:
+        by_name: dict[tuple[str, str], Claim] = {}
+        at: dict[tuple[str, str, str], list[Claim]] = {}
+        for claim in claims:
+            by_name[claim.namespace, claim.name] = claim
+            prefix = _prefix(claim.filesystem)
+            if prefix is not None:
+                at.setdefault((prefix.scheme, prefix.authority, prefix.path), []).append(claim)
+        storages: dict[tuple[str, str], list[tuple[str, Claim]]] = {}
+        for (family, authority, path), found in sorted(at.items(), key=lambda item: item[0]):
+            storages.setdefault((family, authority), []).extend((path, claim) for claim in found)
+        below = {key: (tuple(p for p, _ in entries), tuple(c for _, c in entries)) for key, entries in storages.items()}
+        return cls(by_name, {key: tuple(found) for key, found in at.items()}, below)
+
+    def near(self, filesystem: str) -> list[Claim]:
+        """The claims whose storage is `filesystem`'s, above it or below it: exactly those that overlap it."""
+        prefix = _prefix(filesystem)
+        if prefix is None:
+            return []
+        storage = (prefix.scheme, prefix.authority)
+        path = prefix.path
+        found: list[Claim] = []
+        for end in [i for i, c in enumerate(path) if c == "/"] + [len(path)]:  # "" (the root), /a, /a/b, ...
+            found.extend(self.at.get((*storage, path[:end]), ()))
+        paths, claims = self.below.get(storage, ((), ()))
+        # "0" follows "/" in code point order: [path + "/", path + "0") holds exactly the paths below
+        found.extend(claims[bisect.bisect_left(paths, path + "/"):bisect.bisect_left(paths, path + "0")])
+        return found
+
+
+def _prefix(filesystem: str) -> LocationPrefix | None:
+    try:
+        return storage_prefix(filesystem)
+    except InvalidLocation:
+        return None  # a filesystem that does not parse overlaps nothing
 
 
 def claim_conflict(mine: Claim, others: Iterable[Claim], shared: Callable[[Claim], bool]) -> Violation | None:

@@ -3,10 +3,10 @@ on file:// and object stores), with only the environment that copy needs (local_
 operator's own journal URL, Kubernetes credentials or cloud keys, unless the policy lets this namespace use the
 operator's identity there.
 
-In the operator the children are LocalRuns: started by one pass, read by a later one, at most `cap` at once
-(each is a Python process of ~120 MB under the operator's memory limit); a start beyond the cap waits for a
-slot. A child dies with the operator; after a restart its run is simply started again (each unit's staging is
-its run's own, and the next run cleans it up). The demo and the CLI run a copy to its end (no LocalRuns).
+The children are LocalRuns: started by one pass, read by a later one, at most `cap` at once (each is a Python
+process of ~120 MB under the operator's memory limit); a start beyond the cap waits for a slot. A child dies
+with the operator; after a restart its run is simply started again (each unit's staging is its run's own, and
+the next run cleans it up). The demo goes the same way: its syncs take passes until no copy runs.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
@@ -30,7 +30,6 @@ from hivecat.replication.launch import (CANCELLED, FAILED, RUNNING, SUCCEEDED, W
                                         distcp_args)
 from hivecat.specs.tablereplica import CopySettings
 
-POLL_SECONDS = 0.2
 KILL_GRACE_SECONDS = 10.0  # after SIGTERM: the copy engine's staging is its run's own, a rerun cleans it up
 LOG_TAIL = 2000  # characters of the child's stderr kept for the condition message
 
@@ -159,31 +158,17 @@ class LocalRuns:
 
 
 class LocalLauncher:
-    """`hivecat distcp` as a child process, with the plan in a private temporary file. With `runs` (the
-    operator) a start returns at once and a later observe reads the end; without (the demo, the CLI), a start
-    runs the copy to its end."""
+    """`hivecat distcp` as a child process of the operator (or the demo), with the plan in a private temporary
+    file: a start returns at once, and a later observe reads the end (`runs` keeps the children)."""
 
-    def __init__(self, workdir: Path, environ: Mapping[str, str] | None = None, *,
-                 runs: LocalRuns | None = None, key: Key = ("", "", "")) -> None:
-        self.workdir, self.environ, self.runs, self.key = workdir, environ, runs, key
+    def __init__(self, workdir: Path, runs: LocalRuns, key: Key, environ: Mapping[str, str] | None = None) -> None:
+        self.workdir, self.runs, self.key, self.environ = workdir, runs, key, environ
 
     def observe(self) -> LaunchResult | None:
-        return self.runs.observe(self.key) if self.runs is not None else None
+        return self.runs.observe(self.key)
 
     def start(self, plan: CopyPlan, copy: CopySettings) -> LaunchResult:
-        if self.runs is not None:
-            return self.runs.start(self.key, self.workdir, plan, copy, self.environ)
-        return self.run(plan, copy)
-
-    def run(self, plan: CopyPlan, copy: CopySettings, stopped: Callable[[], bool] = lambda: False) -> LaunchResult:
-        """The copy, run to its end here; `stopped` terminates it (CANCELLED)."""
-        child = _spawn(self.workdir, plan, copy, self.environ)
-        while child.process.poll() is None:
-            if stopped():
-                _terminate(child.process)
-                return _ended(child, cancelled=True)
-            time.sleep(POLL_SECONDS)
-        return _ended(child)
+        return self.runs.start(self.key, self.workdir, plan, copy, self.environ)
 
 
 def _result(code: int, stdout: str, stderr: str, seconds: float, units: tuple[str, ...]) -> LaunchResult:

@@ -1,0 +1,64 @@
+"""Daemons sleep until woken (handlers/wakes.py): a wake from a handler's thread ends the sleep at once, a wake
+while the daemon works ends its next sleep, the daemon's stop ends it, and nothing else does."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+from hivecat.handlers import wakes
+
+KEY = ("TableReplica", "team-a", "sales")
+
+
+class Stopped:
+    """What the daemon needs of kopf's DaemonStopped: an awaitable wait()."""
+
+    def __init__(self) -> None:
+        self.flag = asyncio.Event()
+
+    async def wait(self) -> None:
+        await self.flag.wait()
+
+
+async def _slept(sleeper: wakes.Sleeper, seconds: float) -> float:
+    start = time.monotonic()
+    await sleeper.sleep(seconds)
+    return time.monotonic() - start
+
+
+def test_a_wake_from_another_thread_ends_the_sleep() -> None:
+    async def scenario() -> tuple[float, float, float]:
+        async with wakes.Sleeper(KEY, Stopped()) as sleeper:  # type: ignore[arg-type]
+            untouched = await _slept(sleeper, 0.2)
+            threading.Timer(0.1, wakes.wake, KEY).start()
+            woken = await _slept(sleeper, 30)
+            wakes.wake("TableReplica", "team-b", "sales")  # another resource's wake
+            other = await _slept(sleeper, 0.2)
+        return untouched, woken, other
+    untouched, woken, other = asyncio.run(scenario())
+    assert untouched >= 0.19 and other >= 0.19
+    assert woken < 5
+
+
+def test_a_wake_while_working_ends_the_next_sleep_and_only_that_one() -> None:
+    async def scenario() -> tuple[float, float]:
+        async with wakes.Sleeper(KEY, Stopped()) as sleeper:  # type: ignore[arg-type]
+            wakes.wake_all("TableReplica", lambda key: key[1] == "team-a")
+            first = await _slept(sleeper, 30)
+            second = await _slept(sleeper, 0.2)
+        return first, second
+    first, second = asyncio.run(scenario())
+    assert first < 1 and second >= 0.19
+
+
+def test_the_daemons_stop_ends_the_sleep_and_it_leaves_no_trace() -> None:
+    async def scenario() -> float:
+        stopped = Stopped()
+        async with wakes.Sleeper(KEY, stopped) as sleeper:  # type: ignore[arg-type]
+            asyncio.get_running_loop().call_later(0.1, stopped.flag.set)
+            return await _slept(sleeper, 30)
+    assert asyncio.run(scenario()) < 5
+    assert KEY not in wakes._events
+    wakes.wake(*KEY)  # nobody sleeps: nothing happens
