@@ -32,6 +32,7 @@ __all__ = ["NameTaken", "NamespaceTerminating", "SecretUnavailable", "SecretValu
 FIELD_MANAGER = "hivecat"
 # Kinds hivecat creates and never changes (a Job's template cannot change; a run is deleted, then made anew).
 CREATED_ONCE = frozenset({"Job", "SparkApplication"})
+THROTTLED_ATTEMPTS = 5  # retries of a request the API server answered 429 (after its Retry-After)
 KOPF_THREADS = 16  # kopf runs synchronous handlers on the event loop's default executor (min(32, CPUs + 4))
 
 
@@ -52,7 +53,19 @@ def _dynamic() -> Any:
     # One kept connection per thread that may call at once (every kind's pool, kopf's handler threads): the
     # default (5 per CPU) made the operator open, and TLS-handshake, a new connection for most requests.
     settings.connection_pool_maxsize = 3 * hivecat_config().workers + KOPF_THREADS
+    settings.retries = throttled_retries()
     return dynamic.DynamicClient(client.ApiClient(settings))
+
+
+def throttled_retries() -> Any:
+    """Requests the API server throttled (429: its priority and fairness did not run them) are sent again
+    after the Retry-After it names, whatever the verb; nothing else is retried here (a timeout or a refused
+    connection says something the caller must hear, and a write that may have happened is not repeated)."""
+    from urllib3.util.retry import Retry
+
+    return Retry(total=THROTTLED_ATTEMPTS, connect=0, read=0, redirect=0, other=0, status=THROTTLED_ATTEMPTS,
+                 status_forcelist=(429,), allowed_methods=None, backoff_factor=0.5,
+                 respect_retry_after_header=True, raise_on_status=False)
 
 
 def _resource(api_version: str, kind: str) -> Any:

@@ -51,7 +51,7 @@ def _quiet_event_handlers(record: logging.LogRecord) -> bool:
     return record.msg not in _QUIET
 
 
-KOPF_POSTERS = 16
+KOPF_POSTERS = 64  # each holds its slot for posting.idle_timeout (1 s) after its object's last Event
 
 
 _loop_watch: list[asyncio.Task[None]] = []
