@@ -13,10 +13,9 @@ import sys
 import threading
 import time
 
-import boto3
 from hmsclient import hmsclient
 
-from hivecat import cli
+from hivecat import aws, cli
 
 written = 0
 _counting = threading.Lock()  # Thrift writes chunks from several threads
@@ -31,10 +30,14 @@ def _paced(count: int, pace: float) -> None:
 
 def main(argv: list[str]) -> int:
     pace = float(argv[0])
-    boto3.setup_default_session()  # the session GlueCatalog's boto3.client() uses
-    boto3.DEFAULT_SESSION.events.register(
-        "before-parameter-build.glue.BatchUpdatePartition",
-        lambda params, **_: _paced(len(params["Entries"]), pace))
+    made = aws._session  # every AWS client hivecat makes comes from a session made here
+
+    def paced_session():
+        session = made()
+        session.register("before-parameter-build.glue.BatchUpdatePartition",
+                         lambda params, **_: _paced(len(params["Entries"]), pace))
+        return session
+    aws._session = paced_session
     alter = hmsclient.HMSClient.alter_partitions_with_environment_context
 
     def paced_alter(self, db_name, tbl_name, new_parts, environment_context):
