@@ -249,7 +249,7 @@ def test_copies_recorded_in_the_metastore_new_partitions_only_and_bookkeeping_re
         kubectl("wait", "--for=condition=Established", "--timeout=30s", f"crd/{SPARK_CRD}")
         apply(kubectl, namespace, storage("dr4", roots["dr4"], spark_image=IMAGE))
         wait_reason(kubectl, namespace, "dr4", "Registered", kind="clusterstorage", timeout=60)
-        synced_before = status_of(kubectl, namespace, "orders", "tablereplica")["lastRunId"]
+        synced_before = ended_sync(kubectl, namespace, "orders")
         apply(kubectl, namespace, replica(sync="5", secondaries=["dr1", "dr2", "dr4"]))
         app_name = copy_name("orders", "dr4")
         app = wait_for("the SparkApplication", lambda: get(kubectl, namespace, SPARK_CRD, app_name), timeout=120)
@@ -268,7 +268,7 @@ def test_copies_recorded_in_the_metastore_new_partitions_only_and_bookkeeping_re
 
         # Failover to dr1: every location moves to its verified copies, and with the primary's directory gone,
         # Spark reads every row through the metastore from dr1.
-        synced_before = status_of(kubectl, namespace, "orders", "tablereplica")["lastRunId"]
+        synced_before = ended_sync(kubectl, namespace, "orders")
         apply(kubectl, namespace, replica(sync="4", active="dr1"))
         status = wait_for("the failover", lambda: (s := status_of(kubectl, namespace, "orders", "tablereplica"))
                           .get("active") == "dr1" and s.get("lastRunId") != synced_before and s, timeout=120)
@@ -323,3 +323,11 @@ def test_copies_recorded_in_the_metastore_new_partitions_only_and_bookkeeping_re
         read = served.spark(SPARK, "read")
         assert "ROWS [(1, 'a', '2026-11-01'), (2, 'b', '2026-11-01'), (3, 'c', '2026-11-02'), (4, 'd', " \
                "'2026-11-03'), (5, 'e', '2026-11-04'), (6, 'f', '2026-11-05'), (7, 'g', '2026-11-02')]" in read.stdout
+
+
+def ended_sync(kubectl: Client, namespace: str, name: str) -> str:
+    """The run id of the last sync once none is in flight: a sync spans passes while a copy runs, and its end
+    changes lastRunId; a test that waits for lastRunId to change must not be answered by the previous sync."""
+    status = wait_for("the sync in flight to end", lambda: (s := status_of(kubectl, namespace, name, "tablereplica"))
+                      and not any(r.get("state") == "Copying" for r in s.get("replicas") or ()) and s, timeout=120)
+    return status["lastRunId"]
