@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import base64
 import functools
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +28,7 @@ from hivecat.kinds import LABEL_MANAGED_BY, MANAGED_BY
 
 __all__ = ["NameTaken", "NamespaceTerminating", "SecretUnavailable", "SecretValue", "apply", "delete", "get",
            "list_all", "list_labelled", "owned_by", "owner_uid", "patch_status", "read_secret", "read_secret_keys",
-           "resource"]
+           "resource", "write_status"]
 
 FIELD_MANAGER = "hivecat"
 # Kinds hivecat creates and never changes (a Job's template cannot change; a run is deleted, then made anew).
@@ -42,8 +43,18 @@ class SecretValue:
     resource_version: str
 
 
-@functools.lru_cache(maxsize=1)
+_making_client = threading.Lock()
+
+
 def _dynamic() -> Any:
+    """The one client of this process. Made under a lock: the threads of a start asked at once, and each made
+    its own, reading the discovery cache file while another wrote it ("load cache error" in the log)."""
+    with _making_client:
+        return _made_dynamic()
+
+
+@functools.lru_cache(maxsize=1)
+def _made_dynamic() -> Any:
     from kubernetes import client, config, dynamic
     try:
         config.load_incluster_config()
@@ -201,6 +212,38 @@ def patch_status(kind: Any, namespace: str, name: str, status: Mapping[str, Any]
     except ApiException as error:
         if not _not_found(error):  # deleted meanwhile: nothing to report on
             raise
+
+
+STATUS_ATTEMPTS = 5  # of a pinned status write that meets a newer version
+
+
+def write_status(kind: Any, body: Mapping[str, Any],
+                 render: Callable[[Mapping[str, Any]], Mapping[str, Any]]) -> None:
+    """Merge-patch the status `render(current status)`, compare-and-set: pinned to the resourceVersion of the
+    body the status was read from. A daemon's body lags the watch, so a status rendered from it may put back
+    what another writer (or the daemon's own last write) has changed since; the API server answers 409, and
+    the status is read again and rendered anew."""
+    from kubernetes.client.exceptions import ApiException
+    resource = _resource(kind.api_version, kind.kind).subresources["status"]
+    meta = body["metadata"]
+    namespace, name = meta["namespace"], meta["name"]
+    current: Mapping[str, Any] = body
+    for attempt in range(STATUS_ATTEMPTS):
+        patch = {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+                 "status": dict(render(current.get("status") or {}))}
+        try:
+            _dynamic().patch(resource, name=name, namespace=namespace, body=patch,
+                             content_type="application/merge-patch+json")
+            return
+        except ApiException as error:
+            if _not_found(error):
+                return  # deleted meanwhile: nothing to report on
+            if error.status != 409 or attempt == STATUS_ATTEMPTS - 1:
+                raise
+        found = get(kind.api_version, kind.kind, namespace, name)
+        if found is None:
+            return
+        current = found
 
 
 def _secret(namespace: str, name: str) -> dict[str, Any]:

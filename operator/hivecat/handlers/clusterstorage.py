@@ -20,7 +20,7 @@ from collections import Counter
 import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -47,7 +47,6 @@ from hivecat.specs.errors import SpecInvalid
 from hivecat.workloads.registry import registry_config_map
 
 TICK = 0.5  # the daemon's first look, and its next one after a registration
-SLEEP = 5.0  # the longest sleep: events wake the daemon (wakes.py); this bounds the drift schedule's lateness
 CATALOG_RETRY = 5.0  # seconds between registration attempts while the catalog is missing
 INPUTS_RECHECK = 30.0  # seconds: a look at the registration's inputs although no event moved them (a namespace's labels)
 _inputs: Counter[tuple[str, str]] = Counter()  # (namespace, catalog) → events of its ClusterStorages
@@ -217,30 +216,31 @@ def _members(bodies: Iterable[Mapping[str, Any]], own: str, own_previous: tuple[
     return members
 
 
+Render = Callable[[Mapping[str, Any]], dict[str, Any]]  # the status to write, from the status as it is then
+
+
 def _registration(body: kopf.Body, index: kopf.Index, policies: kopf.Index, *,
-                  leaving: bool = False) -> dict[str, Any]:
-    """Register (or, leaving, unregister) this ClusterStorage; returns the status to write."""
+                  leaving: bool = False) -> Render:
+    """Register (or, leaving, unregister) this ClusterStorage; returns how to render the status it writes.
+    Rendered onto the status as it is when written (k8s.write_status), so the Drifted condition and phase of
+    a scan that wrote meanwhile stay, and this registration's Ready is never undone by a stale writer."""
     namespace, name = body.meta.namespace, body.meta.name
     status = dict(body.get("status") or {})
     settings = config()
-    out: dict[str, Any] = {"observedGeneration": body.meta.get("generation")}
+    generation = body.meta.get("generation")
     try:
         spec = parse_cluster_storage(body, default_scan_interval=settings.drift_scan_seconds)
     except SpecInvalid as invalid:
-        out.update(phase="Invalid", conditions=_conditions(body, [Condition.of(READY, False, invalid.reason,
-                                                                                invalid.message)]))
-        return out
+        return _not_registered(generation, "Invalid", Condition.of(READY, False, invalid.reason, invalid.message))
     if spec.suspend and not leaving:
-        out["phase"] = "Suspended"
-        return out
+        return _fields(observedGeneration=generation, phase="Suspended")
+    unchanged = _fields(observedGeneration=generation)
     catalog_body = k8s.get(HIVE_CATALOG.api_version, HIVE_CATALOG.kind, namespace, spec.catalog)
     if catalog_body is None:
-        missing = Condition.of(READY, False, reasons.CATALOG_NOT_FOUND,
-                               f"HiveCatalog {spec.catalog} does not exist in namespace {namespace}")
-        out.update(phase="Pending", conditions=_conditions(body, [missing]))
-        return out
+        missing = f"HiveCatalog {spec.catalog} does not exist in namespace {namespace}"
+        return _not_registered(generation, "Pending", Condition.of(READY, False, reasons.CATALOG_NOT_FOUND, missing))
     if leaving and (catalog_body.get("metadata") or {}).get("deletionTimestamp"):
-        return out  # the registry goes with its catalog
+        return unchanged  # the registry goes with its catalog
     previous = previous_filesystems(spec, status)
     policy = policy_of(namespace, policies)
     own_refusal, audit = refusal_of(body, spec, policy, index, policies)
@@ -258,25 +258,35 @@ def _registration(body: kopf.Body, index: kopf.Index, policies: kopf.Index, *,
         try:
             decision = register(spec.catalog, members, ports, current)
         except k8s.NameTaken as taken:  # a ConfigMap of the registry's name that hivecat did not make
-            if leaving:
-                return out
-            out.update(phase="Invalid", conditions=_conditions(body, [Condition.of(READY, False, taken.reason,
-                                                                                    taken.message)]))
-            return out
+            return unchanged if leaving else _not_registered(generation, "Invalid", Condition.of(
+                READY, False, taken.reason, taken.message))
     if leaving:
-        return out
+        return unchanged
     ready = (Condition.of(READY, False, own_refusal.reason, own_refusal.message) if own_refusal is not None
              else registration_of(name, decision))
-    if ready.status == "True":
-        out["filesystem"], out["previousFilesystems"] = spec.filesystem, list(previous)
-    kept = [Condition(c["type"], c["status"], c.get("reason", ""), c.get("message", ""))
-            for c in status.get("conditions") or () if c.get("type") == DRIFTED]
-    out["conditions"] = _conditions(body, [ready, *kept, *([audit] if audit is not None else [])])
-    if ready.status != "True":
-        out["phase"] = "Invalid"
-    elif status.get("phase") in (None, "Invalid", "Pending", "Suspended"):
-        out["phase"] = "Ready"
-    return out
+    written = {"filesystem": spec.filesystem, "previousFilesystems": list(previous)} if ready.status == "True" \
+        else {}
+
+    def render(now: Mapping[str, Any]) -> dict[str, Any]:
+        kept = [Condition(c["type"], c["status"], c.get("reason", ""), c.get("message", ""))
+                for c in now.get("conditions") or () if c.get("type") == DRIFTED]
+        out = {"observedGeneration": generation, **written, "conditions": merge(
+            now.get("conditions"), [ready, *kept, *([audit] if audit is not None else [])], generation=generation)}
+        if ready.status != "True":
+            out["phase"] = "Invalid"
+        elif now.get("phase") in (None, "Invalid", "Pending", "Suspended"):
+            out["phase"] = "Ready"
+        return out
+    return render
+
+
+def _fields(**fields: Any) -> Render:
+    return lambda _: dict(fields)
+
+
+def _not_registered(generation: Any, phase: str, ready: Condition) -> Render:
+    return lambda now: {"observedGeneration": generation, "phase": phase,
+                        "conditions": merge(now.get("conditions"), [ready], generation=generation)}
 
 
 def _conditions(body: kopf.Body, conditions: list[Condition]) -> list[dict[str, Any]]:
@@ -290,7 +300,7 @@ def reconcile(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, storages_by_c
               catalog_policies: kopf.Index, **_: Any) -> None:
     fingerprint = _fingerprint(body, storages_by_catalog, catalog_policies)
     try:
-        patch.status.update(_registration(body, storages_by_catalog, catalog_policies))
+        patch.status.update(_registration(body, storages_by_catalog, catalog_policies)(body.get("status") or {}))
     except k8s.NamespaceTerminating:
         return  # it goes with its namespace
     memo["scan_now"] = True  # a new spec, a sync-now annotation (or a restart) asks for a fresh scan
@@ -356,8 +366,8 @@ async def _watch(stopped: kopf.DaemonStopped, sleeper: wakes.Sleeper, body: kopf
     pause = TICK
     while not stopped:
         await sleeper.sleep(pause)
-        pause = SLEEP
         if stopped or body.meta.get("deletionTimestamp"):
+            pause = INPUTS_RECHECK
             continue
         catalog = (body.spec.get("catalogRef") or {}).get("name") or ""
         inputs = (_inputs[(body.meta.namespace, catalog)], policy_changes())
@@ -373,35 +383,44 @@ async def _watch(stopped: kopf.DaemonStopped, sleeper: wakes.Sleeper, body: kopf
             await pools.run(CLUSTER_STORAGE.kind, _register_again, body, storages_by_catalog, catalog_policies)
             pause = TICK  # a scan may be due as well
             continue
-        if _scan_due(body, memo):
+        due_in = _scan_due_in(body, memo)
+        if due_in <= 0:
+            memo.pop("scan_now", None)
             await pools.run(CLUSTER_STORAGE.kind, _scan, body, memo, logger, catalog_policies)
+            due_in = _scan_due_in(body, memo)
+        # Events wake the daemon (wakes.py); otherwise it sleeps until its next scan is due, its inputs' next
+        # look, or (refused) its next registration attempt.
+        pause = min(due_in, INPUTS_RECHECK, CATALOG_RETRY if unregistered else INPUTS_RECHECK)
 
 
 def _register_again(body: kopf.Body, index: kopf.Index, policies: kopf.Index) -> None:
     try:
-        k8s.patch_status(CLUSTER_STORAGE, body.meta.namespace, body.meta.name,
-                         _registration(body, index, policies))
+        k8s.write_status(CLUSTER_STORAGE, body, _registration(body, index, policies))
     except k8s.NamespaceTerminating:
         pass  # the registry and this ClusterStorage go with the namespace
 
 
-def _scan_due(body: kopf.Body, memo: kopf.Memo) -> bool:
+def _scan_due_in(body: kopf.Body, memo: kopf.Memo) -> float:
+    """Seconds until the next drift scan is due: 0 now, inf while there is none to make (not registered,
+    suspended, or the spec not yet taken: the status write that changes that wakes the daemon)."""
     status = body.get("status") or {}
     if body.spec.get("suspend") or (find(status.get("conditions"), READY) or {}).get("status") != "True":
-        return False
+        return float("inf")
     if status.get("observedGeneration") != body.meta.get("generation"):
-        return False  # the event handler has not taken the spec yet
-    if memo.pop("scan_now", False):
-        return True
-    if time.time() >= memo.get("retry_at", float("inf")):
-        memo.pop("retry_at")
-        return True
+        return float("inf")  # the event handler has not taken the spec yet
+    if memo.get("scan_now"):
+        return 0.0
+    now = time.time()
+    if "retry_at" in memo:  # a failed scan is tried again after its backoff, whatever lastScanTime says
+        return max(0.0, memo["retry_at"] - now)
     last = (status.get("drift") or {}).get("lastScanTime")
-    last_epoch = datetime.strptime(last, "%Y-%m-%dT%H:%M:%SZ").timestamp() if last else None
+    last_epoch = datetime.strptime(last, "%Y-%m-%dT%H:%M:%S%z").timestamp() if last else None
+    if memo.get("scanned_at") is not None:  # the body may not show the daemon's own last scan yet
+        last_epoch = max(last_epoch or 0.0, memo["scanned_at"])
     if memo.get("interval_generation") != body.meta.get("generation"):  # parse the spec once per generation
         memo["interval"], memo["interval_generation"] = _interval(body), body.meta.get("generation")
-    interval = memo["interval"]
-    return time.time() >= next_scan_due(last_epoch, interval, f"{body.meta.namespace}/{body.meta.name}", time.time())
+    key = f"{body.meta.namespace}/{body.meta.name}"
+    return max(0.0, next_scan_due(last_epoch, memo["interval"], key, now) - now)
 
 
 def _interval(body: kopf.Body) -> float:
@@ -415,7 +434,7 @@ def _scan(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, policies: ko
     namespace, name = body.meta.namespace, body.meta.name
     status = dict(body.get("status") or {})
     settings = config()
-    patch: dict[str, Any] = {}
+    started = time.time()
     try:
         spec = parse_cluster_storage(body, default_scan_interval=settings.drift_scan_seconds)
         catalog_body, backends = catalog_backends(namespace, spec.catalog, policy_of(namespace, policies),
@@ -431,22 +450,27 @@ def _scan(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, policies: ko
         metrics.record_relocations(outcome.relocations)
         conditions, outcome_phase, drift, events = outcome.conditions, outcome.phase, outcome.drift, outcome.events
     failed = any(c.status == "Unknown" for c in conditions) or outcome_phase == "Degraded"
+    memo["scanned_at"] = started
     if failed:  # one policy for every handler (reconcile/backoff.py), within the scan interval
         memo["scan_failures"] = memo.get("scan_failures", 0) + 1
         memo["retry_at"] = time.time() + backoff(memo["scan_failures"], _interval(body))
     else:
         memo.pop("scan_failures", None)
+        memo.pop("retry_at", None)
     # The registration's conditions stay as it wrote them: Ready, and PolicyCompliant while the policy is only
-    # audited (a scan that dropped it hid the audit finding until the next registration).
-    kept = [Condition(c["type"], c["status"], c.get("reason", ""), c.get("message", ""))
-            for c in status.get("conditions") or () if c.get("type") in (READY, reasons.POLICY_COMPLIANT)]
-    patch["conditions"] = merge(status.get("conditions"), [*kept, *conditions],
-                                generation=body.meta.get("generation"))
-    if outcome_phase:
-        patch["phase"] = outcome_phase
-    if drift is not None:
-        patch["drift"] = _replacing(status.get("drift") or {}, drift)
-    k8s.patch_status(CLUSTER_STORAGE, namespace, name, patch)
+    # audited (a scan that dropped it hid the audit finding until the next registration). Rendered onto the
+    # status as it is when written: a registration that refused this cluster meanwhile is never undone.
+    def render(now: Mapping[str, Any]) -> dict[str, Any]:
+        kept = [Condition(c["type"], c["status"], c.get("reason", ""), c.get("message", ""))
+                for c in now.get("conditions") or () if c.get("type") in (READY, reasons.POLICY_COMPLIANT)]
+        out: dict[str, Any] = {"conditions": merge(now.get("conditions"), [*kept, *conditions],
+                                                   generation=body.meta.get("generation"))}
+        if outcome_phase and (find(now.get("conditions"), READY) or {}).get("status") == "True":
+            out["phase"] = outcome_phase  # a refused (Invalid) cluster keeps its phase
+        if drift is not None:
+            out["drift"] = _replacing(now.get("drift") or {}, drift)
+        return out
+    k8s.write_status(CLUSTER_STORAGE, body, render)
     for type_, reason, message in events:
         kopf.event(body, type=type_, reason=reason, message=message)
     if drift is not None:
