@@ -100,6 +100,8 @@ def test_copies_recorded_in_the_metastore_new_partitions_only_and_bookkeeping_re
     for root in roots.values():
         root.mkdir(parents=True)
     metrics_port = free_port()
+    kubectl("apply", "-f", str(spark_application_crd()))
+    kubectl("wait", "--for=condition=Established", "--timeout=30s", f"crd/{SPARK_CRD}")
     run_operator(namespace, env={"HIVECAT_ALLOWED_IMAGES": "registry.example.com/hivecat:*",
                                  "HIVECAT_JOURNAL_SCHEMA": journal,  # failovers are journaled there
                                  "HIVECAT_METRICS_PORT": str(metrics_port)},
@@ -242,11 +244,9 @@ def test_copies_recorded_in_the_metastore_new_partitions_only_and_bookkeeping_re
             in refused["message"]
         assert dump_locations(metastore_db) == dump
 
-        # A secondary whose copies run as SparkApplications: spark-operator's CRD is installed but no
-        # spark-operator runs, so the test completes the application as it would, without any copy: nothing
-        # is recorded for dr4 either.
-        kubectl("apply", "-f", str(spark_application_crd()))
-        kubectl("wait", "--for=condition=Established", "--timeout=30s", f"crd/{SPARK_CRD}")
+        # A secondary whose copies run as SparkApplications: spark-operator's CRD is installed (before the
+        # operator started, so kopf watches them) but no spark-operator runs, so the test completes the
+        # application as it would, without any copy: nothing is recorded for dr4 either.
         apply(kubectl, namespace, storage("dr4", roots["dr4"], spark_image=IMAGE))
         wait_reason(kubectl, namespace, "dr4", "Registered", kind="clusterstorage", timeout=60)
         synced_before = ended_sync(kubectl, namespace, "orders")

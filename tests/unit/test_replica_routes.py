@@ -46,7 +46,7 @@ def test_ambient_only_where_cluster_access_allowed_it() -> None:
 
 def test_each_location_through_its_clusters_storage_and_none_elsewhere() -> None:
     dr = cluster_storage(access("dr", "s3://team-a-dr/wh", "team-keys"), AMBIENT, secrets)
-    routed = RoutedStorage([("s3://team-a-dr/wh", dr), ("file:///data/team-a", AMBIENT)], AMBIENT)
+    routed = RoutedStorage([("s3://team-a-dr/wh", lambda: dr), ("file:///data/team-a", lambda: AMBIENT)], AMBIENT)
     assert routed.storage_for(parse_uri("s3a://team-a-dr/wh/t/dt=1")) is dr
     assert routed.storage_for(parse_uri("file:///data/team-a/x")) is AMBIENT
     for elsewhere in ("s3://team-b-dr/wh/t", "s3://team-a-dr/wh2/t", "file:///var/run/secrets/x"):
@@ -56,6 +56,21 @@ def test_each_location_through_its_clusters_storage_and_none_elsewhere() -> None
     with pytest.raises(CopyInputError):
         routed.s3_client()
     assert isinstance(parse_uri("file:///data/team-a/x"), Location)
+
+
+def test_a_clusters_secret_is_read_when_a_location_on_it_is_first_reached_and_once() -> None:
+    read: list[str] = []
+
+    def counted(name: str) -> Credentials:
+        read.append(name)
+        return secrets(name)
+    dr, main = access("dr", "s3://team-a-dr/wh", "team-keys"), access("main", "hdfs://nn:8020/team-a", "hdfs-user")
+    routed = RoutedStorage([(dr.filesystem, lambda: cluster_storage(dr, AMBIENT, counted)),
+                            (main.filesystem, lambda: cluster_storage(main, AMBIENT, counted))], AMBIENT)
+    assert read == []  # made, nothing reached: no Secret read (a pass that only looks at a copy Job)
+    for _ in range(3):
+        routed.storage_for(parse_uri("s3://team-a-dr/wh/t/dt=1"))
+    assert read == ["team-keys"]
 
 
 def test_a_local_copy_gets_only_the_environment_it_needs() -> None:

@@ -82,14 +82,14 @@ runs catalogs and copies with.
   resources: [secrets]
   verbs: [get]
 # Schema Jobs and copy runs (compute KubernetesJob and SparkApplication): created once, never changed (a Job's
-# template cannot be); a finished run is deleted before the next one of the same name. Copy Jobs are watched:
-# a Job's end brings its TableReplica's next pass, so no thread waits for it.
+# template cannot be); a finished run is deleted before the next one of the same name. Copy runs are watched:
+# a Job's or SparkApplication's end brings its TableReplica's next pass, so no thread waits for it.
 - apiGroups: [batch]
   resources: [jobs]
   verbs: [get, list, watch, create, delete]
 - apiGroups: [sparkoperator.k8s.io]
   resources: [sparkapplications]
-  verbs: [get, create, delete]
+  verbs: [get, list, watch, create, delete]
 {{- end -}}
 
 

@@ -41,7 +41,8 @@ def configure(settings: kopf.OperatorSettings, **_: object) -> None:
 
 # Handlers and indexers that run on every event of what they watch: their success is not news, and at 1,000
 # resources its log line was a tenth of the event loop's time (written synchronously). Failures are still logged.
-_EVENT_HANDLERS = ("observed", "registry_inputs", "policy_changed", "copy_job_changed")
+_EVENT_HANDLERS = ("observed", "registry_inputs", "policy_changed", "copy_job_changed",
+                   "copy_application_changed")
 _INDEXERS = ("storages_by_catalog", "replicas_by_storage", "replicas_by_table", "catalog_policies")
 _QUIET = frozenset([*(f"Handler {name!r} succeeded." for name in _EVENT_HANDLERS),
                     *(f"Indexer {name!r} succeeded." for name in _INDEXERS)])
@@ -90,6 +91,7 @@ for _kind in KINDS:
     kopf.on.event(GROUP, VERSION, _kind.plural)(observed)
 
 
+from hivecat.handlers import session  # noqa: E402,F401  (registers the login: kopf's bounded session)
 from hivecat.handlers import policy  # noqa: E402,F401  (registers the CatalogPolicy index and status)
 from hivecat.handlers import hivecatalog  # noqa: E402,F401  (registers the HiveCatalog handlers)
 from hivecat.handlers import clusterstorage  # noqa: E402,F401  (registers the ClusterStorage handlers)

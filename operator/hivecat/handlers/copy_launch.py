@@ -50,21 +50,31 @@ class Workload:
     build: Callable[[CopyRun, ComputeSpec], dict[str, Any]]
     state: Callable[[Mapping[str, Any] | None], str]  # RUNNING | SUCCEEDED | FAILED
     failure: Callable[[Mapping[str, Any]], str]
+    plural: str                                       # what kopf watches
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
 
 
 JOB = Workload("batch/v1", "Job", "job", lambda run, compute: copy_job(run), job_state,
-               lambda job: _condition_failure(job))
+               lambda job: _condition_failure(job), "jobs")
 SPARK_APPLICATION = Workload(SPARK_API_VERSION, SPARK_KIND, "sparkApplication",
                              lambda run, compute: spark_application(run, compute.spark), spark_application_phase,
                              lambda app: f"{spark_application_state(app)}: "
-                                         f"{((app.get('status') or {}).get('applicationState') or {}).get('errorMessage', '')}")
+                                         f"{((app.get('status') or {}).get('applicationState') or {}).get('errorMessage', '')}",
+                             "sparkapplications")
 
 
 class WorkloadLauncher:
     """The runs of one TableReplica to one secondary as Jobs or SparkApplications of one fixed name: a start
     creates it and returns; observe reads the state of the run recorded as in flight (status copyRunId). An
     ended one stays until the next start deletes it. Nothing here waits: a pass that finds it running leaves
-    it, and the workload's own end (the Job's watch event, or the next timed pass) brings the next one."""
+    it, and the workload's own end (its watch event, or the next timed pass) brings the next one."""
 
     def __init__(self, workload: Workload, owner: Mapping[str, Any], catalog: str, secondary: ClusterEntry,
                  storage: Storage, expected: str | None = None) -> None:

@@ -17,6 +17,7 @@ first (the older keeps it).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import math
@@ -41,7 +42,6 @@ from hivecat.handlers import pools, wakes
 from hivecat.handlers.policy import policy_of
 from hivecat.handlers.ports import catalog_backends, open_backend, registry_text
 from hivecat.kinds import COMPONENT, GROUP, LABEL_COMPONENT, LABEL_MANAGED_BY, MANAGED_BY, TABLE_REPLICA, VERSION
-from hivecat.workloads.copy_job import job_state
 from hivecat.locations.prefix import storage_prefix
 from hivecat.reconcile.access import NamespacePolicy, check_table_replica, cluster_access, judged
 from hivecat.reconcile.backoff import backoff
@@ -140,10 +140,25 @@ async def syncer(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, 
             metrics.LOCAL_COPIES.set(pools.local_runs().running())
 
 
-@kopf.on.event("batch", "v1", "jobs", labels={LABEL_MANAGED_BY: MANAGED_BY, LABEL_COMPONENT: COMPONENT.copy})
+_COPY_RUN = {LABEL_MANAGED_BY: MANAGED_BY, LABEL_COMPONENT: COMPONENT.copy}
+
+
+@kopf.on.event(JOB.group, JOB.version, JOB.plural, labels=_COPY_RUN)
 async def copy_job_changed(body: kopf.Body, namespace: str, **_: Any) -> None:
     """A copy Job that ended brings its TableReplica's next pass, which reads and verifies it."""
-    if job_state(body) == RUNNING:
+    _copy_run_changed(JOB.state(body), body, namespace)
+
+
+# Served only where spark-operator's CRD exists when the operator starts (or, cluster-wide, appears later):
+# elsewhere kopf warns once that it cannot serve it, and a SparkApplication's end is read by the timed pass.
+@kopf.on.event(SPARK_APPLICATION.group, SPARK_APPLICATION.version, SPARK_APPLICATION.plural, labels=_COPY_RUN)
+async def copy_application_changed(body: kopf.Body, namespace: str, **_: Any) -> None:
+    """A copy SparkApplication that ended brings its TableReplica's next pass, as a Job's end does."""
+    _copy_run_changed(SPARK_APPLICATION.state(body), body, namespace)
+
+
+def _copy_run_changed(state: str, body: kopf.Body, namespace: str) -> None:
+    if state == RUNNING:
         return
     for owner in body.meta.get("ownerReferences") or ():
         if owner.get("kind") == TABLE_REPLICA.kind:
@@ -334,6 +349,7 @@ class LiveReplicaPorts:
         self.access = {name: a for name, a in access.items() if isinstance(a, ClusterAccess)}
         self._storage: RoutedStorage | None = None
         self._routes: dict[str, Storage] = {}
+        self._ambient_made: Storage | None = None
 
     def open(self, backend: Backend) -> Catalog:
         return open_backend(self.namespace, backend)
@@ -341,7 +357,6 @@ class LiveReplicaPorts:
     def launcher(self, secondary: ClusterEntry) -> Launcher:
         kind = (secondary.compute or {}).get("type", "Local")
         if kind == "Local":  # a child process of the operator: only the environment this copy needs
-            self.storage()
             family = storage_prefix(secondary.filesystem).family
             return LocalLauncher(config().state_dir / "copies", pools.local_runs(),
                                  (self.namespace, self.body.meta.name, secondary.name),
@@ -352,17 +367,25 @@ class LiveReplicaPorts:
         return WorkloadLauncher(workload, self.body, self.catalog, secondary, self.storage(), expected)
 
     def storage(self) -> RoutedStorage:
-        """Each cluster this TableReplica may use, with its own credentials (read once per pass)."""
+        """Each cluster this TableReplica may use, with its own credentials: read when the pass first reaches a
+        location on that cluster, at most once per pass."""
         if self._storage is None:
-            ambient = _ambient_storage()
-            for name, access in self.access.items():
-                self._routes[name] = cluster_storage(access, ambient, self._credentials)
-            self._storage = RoutedStorage([(self.access[n].filesystem, st) for n, st in self._routes.items()],
-                                          ambient)
+            self._storage = RoutedStorage([(access.filesystem, functools.partial(self._cluster, name))
+                                           for name, access in self.access.items()], self._ambient())
         return self._storage
 
     def _route(self, cluster: str) -> Storage | None:
-        return self._routes.get(cluster)
+        return self._cluster(cluster) if cluster in self.access else None
+
+    def _cluster(self, name: str) -> Storage:
+        if name not in self._routes:
+            self._routes[name] = cluster_storage(self.access[name], self._ambient(), self._credentials)
+        return self._routes[name]
+
+    def _ambient(self) -> Storage:
+        if self._ambient_made is None:
+            self._ambient_made = _ambient_storage()
+        return self._ambient_made
 
     def _credentials(self, secret: str) -> Credentials:
         return Credentials(k8s.read_secret_keys(self.namespace, secret, SECRET_KEYS))

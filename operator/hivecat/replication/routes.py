@@ -72,9 +72,13 @@ def _endpoints_only(settings: S3Settings) -> S3Settings:
 class RoutedStorage:
     """Each location through the Storage of the cluster it is on (the most specific filesystem holding it)."""
 
-    def __init__(self, routes: Sequence[tuple[str, Storage]], ambient: Storage) -> None:
-        parsed = [(storage_prefix(filesystem), storage) for filesystem, storage in routes]
-        self._routes: list[tuple[LocationPrefix, Storage]] = sorted(parsed, key=lambda r: -len(str(r[0])))
+    def __init__(self, routes: Sequence[tuple[str, Callable[[], Storage]]], ambient: Storage) -> None:
+        """`routes`: each cluster's filesystem, and how to make its Storage, called when a location on that
+        cluster is first reached (a pass that only looks at a copy Job reads no cluster's Secret)."""
+        parsed = [(storage_prefix(filesystem), make) for filesystem, make in routes]
+        self._routes: list[tuple[LocationPrefix, Callable[[], Storage]]] = sorted(
+            parsed, key=lambda r: -len(str(r[0])))
+        self._made: dict[LocationPrefix, Storage] = {}
         # Endpoints only: what copy workloads are told about where storage is (copy_launch), never keys.
         self.s3 = _endpoints_only(ambient.s3)
         self.webhdfs = WebHdfsSettings(ambient.webhdfs.endpoints, None)
@@ -84,9 +88,11 @@ class RoutedStorage:
             place = storage_prefix(location.uri)
         except ValueError:
             place = None
-        for prefix, storage in self._routes:
+        for prefix, make in self._routes:
             if place is not None and holds(prefix, place):
-                return storage
+                if prefix not in self._made:
+                    self._made[prefix] = make()
+                return self._made[prefix]
         raise CopyInputError(f"{location.uri} is on none of the clusters this TableReplica may use")
 
     def filesystem(self, location: Location) -> pafs.FileSystem:

@@ -2,7 +2,7 @@
 
 A pass never waits for a run. It asks the secondary's launcher what became of the run an earlier pass started
 (`observe`), and starts one when units need a copy and none is in flight (`start`); the run's outcome is picked
-up by a later pass, which its end triggers (a Job's watch event, a Local child's exit). What a run achieved is
+up by a later pass, which its end triggers (a Job's or SparkApplication's watch event, a Local child's exit). What a run achieved is
 never taken from here: the pass checks the units on the secondary afterwards (replication/verify.py); the
 outcome and the engine's summary only explain a failure.
 
