@@ -16,7 +16,7 @@ from kube.clients import Client
 from kube.controlplane import ControlPlane
 
 from hivecat import k8s, reasons
-from hivecat.handlers import clusterstorage
+from hivecat.handlers import drift
 from hivecat.kinds import CLUSTER_STORAGE
 from hivecat.reconcile.conditions import Condition, find, merge
 from support.kube_resources import apply, status_of
@@ -48,7 +48,7 @@ def test_a_scan_from_a_stale_body_never_undoes_a_refusal(kubectl: Client, namesp
     k8s.patch_status(CLUSTER_STORAGE, namespace, "own", {
         "phase": "Invalid", "conditions": merge(None, [refused], generation=1)})
 
-    clusterstorage._scan(stale, kopf.Memo(), logging.getLogger("test"), {})  # its catalog is missing: Drifted Unknown
+    drift.scan(stale, kopf.Memo(), logging.getLogger("test"), {})  # its catalog is missing: Drifted Unknown
 
     status = status_of(kubectl, namespace, "own", "clusterstorage")
     ready = find(status.get("conditions"), "Ready")

@@ -26,7 +26,7 @@ from hivecat.local.net import free_port
 from hivecat.kinds import ANNOTATION_SYNC_NOW
 from hivecat.replication.bookkeeping import REPLICA_PREFIX, replica_key
 from hivecat.replication.housekeeping import MARK_NAME
-from hivecat.workloads.copy_job import copy_name
+from hivecat.workloads.copy_job import ANNOTATION_RUN, copy_name
 from hmsclient import hmsclient
 from kube.clients import Client
 from support.crds import declared_status
@@ -256,6 +256,12 @@ def test_copies_recorded_in_the_metastore_new_partitions_only_and_bookkeeping_re
         assert app["spec"]["type"] == "Python" and app["spec"]["image"] == IMAGE
         assert app["metadata"]["ownerReferences"][0]["name"] == "orders"
         assert "--plan-digest" in app["spec"]["arguments"]
+        # While it runs, status names the run in flight: the run the next pass reads back (never another).
+        run_id = app["metadata"]["annotations"][ANNOTATION_RUN]
+        copying = wait_for("dr4 Copying with the application's run", lambda: next(
+            (r for r in status_of(kubectl, namespace, "orders", "tablereplica").get("replicas") or ()
+             if r["cluster"] == "dr4" and r.get("state") == "Copying"), None), timeout=60)
+        assert copying["copyRunId"] == run_id
         kubectl("patch", "-n", namespace, SPARK_CRD, app_name, "--subresource=status", "--type=merge",
                 "-p", json.dumps({"status": {"applicationState": {"state": "COMPLETED"}}}))
         status = wait_for("the SparkApplication's sync", lambda: (s := status_of(kubectl, namespace, "orders",

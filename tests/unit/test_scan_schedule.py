@@ -11,7 +11,7 @@ from typing import Any
 
 import kopf
 
-from hivecat.handlers.clusterstorage import _scan_due_in
+from hivecat.handlers.drift import scan_due_in
 from hivecat.reconcile.drift import rfc3339
 
 HOUR = 3600.0
@@ -36,28 +36,28 @@ def memo(**values: Any) -> kopf.Memo:
 
 
 def test_never_scanned_is_due_now() -> None:
-    assert _scan_due_in(body(), memo()) == 0.0
+    assert scan_due_in(body(), memo()) == 0.0
 
 
 def test_a_scan_is_due_an_interval_after_the_last_within_its_jitter() -> None:
-    due = _scan_due_in(body(last_scan=time.time() - 60), memo())
+    due = scan_due_in(body(last_scan=time.time() - 60), memo())
     assert 0.9 * HOUR - 60 - 2 <= due <= 1.1 * HOUR - 60
 
 
 def test_a_failed_scan_waits_its_backoff_although_none_ever_succeeded() -> None:
-    due = _scan_due_in(body(), memo(retry_at=time.time() + 40))
+    due = scan_due_in(body(), memo(retry_at=time.time() + 40))
     assert 39 <= due <= 40
 
 
 def test_the_daemons_own_last_scan_counts_before_the_body_shows_it() -> None:
-    due = _scan_due_in(body(last_scan=time.time() - 2 * HOUR), memo(scanned_at=time.time()))
+    due = scan_due_in(body(last_scan=time.time() - 2 * HOUR), memo(scanned_at=time.time()))
     assert due >= 0.9 * HOUR - 2
 
 
 def test_asked_for_is_due_now() -> None:
-    assert _scan_due_in(body(last_scan=time.time()), memo(scan_now=True)) == 0.0
+    assert scan_due_in(body(last_scan=time.time()), memo(scan_now=True)) == 0.0
 
 
 def test_no_scan_while_refused_suspended_or_the_spec_not_yet_taken() -> None:
     for stopped in (body(ready=False), body(suspend=True), body(generation=2, observed=1)):
-        assert _scan_due_in(stopped, memo(scan_now=True)) == float("inf")
+        assert scan_due_in(stopped, memo(scan_now=True)) == float("inf")

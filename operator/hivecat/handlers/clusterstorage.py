@@ -10,8 +10,7 @@ are not more frequent than allowed, and no other namespace claimed that storage 
 Refused, it keeps whatever the registry held for it (clients that mount clusters.json keep working) and hivecat
 reads and writes nothing for it.
 
-Drift scans (and repairs) run in the daemon's own thread, never in the event loop: on a spec change, on the
-`hivecatalog.io/sync-now` annotation, and every scan interval with jitter.
+The daemon also runs the drift scans (handlers/drift.py) when due, in a worker thread, never in the event loop.
 """
 
 from __future__ import annotations
@@ -21,30 +20,25 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime
 from typing import Any
 
 import kopf
 
 from hivecat import k8s, metrics, reasons
-from hivecat.catalog.base import Catalog
 from hivecat.config import config
 from hivecat.kinds import CLUSTER_STORAGE, GROUP, HIVE_CATALOG, TABLE_REPLICA, VERSION
-from hivecat.handlers import pools, wakes
+from hivecat.handlers import drift, pools, wakes
 from hivecat.handlers.policy import changes as policy_changes
 from hivecat.handlers.policy import policy_of
-from hivecat.handlers.ports import catalog_backends, open_backend, registry_text
+from hivecat.handlers.ports import LiveStoragePorts
 from hivecat.reconcile.access import NamespacePolicy, check_cluster_storage, judged
 from hivecat.reconcile.claims import Claim, KnownClaims, claim_conflict
-from hivecat.reconcile.clusterstorage import DRIFTED, READY, Backend, register, registration_of, scan_pass
+from hivecat.reconcile.clusterstorage import DRIFTED, READY, register, registration_of
 from hivecat.reconcile.conditions import Condition, find, merge
-from hivecat.reconcile.backoff import backoff
-from hivecat.reconcile.drift import next_scan_due
 from hivecat.reconcile.policy import Violation
 from hivecat.replication.registry import ClusterEntry, cluster_entry, parse_registry_document
 from hivecat.specs.clusterstorage import ClusterStorageSpec, canonical_uri, parse_cluster_storage, previous_filesystems
 from hivecat.specs.errors import SpecInvalid
-from hivecat.workloads.registry import registry_config_map
 
 TICK = 0.5  # the daemon's first look, and its next one after a registration
 CATALOG_RETRY = 5.0  # seconds between registration attempts while the catalog is missing
@@ -155,29 +149,6 @@ async def registry_inputs(type: str, namespace: str, name: str, spec: kopf.Spec,
     else:
         _catalog_of[(namespace, name)] = catalog
     wakes.wake_all(CLUSTER_STORAGE.kind, lambda key: key[1] == namespace and _catalog_of.get(key[1:]) in moved)
-
-
-class LiveStoragePorts:
-    """The registry ConfigMap (owned by the HiveCatalog) and the catalog's backends."""
-
-    def __init__(self, namespace: str, catalog_body: Mapping[str, Any] | None) -> None:
-        self.namespace, self.catalog_body = namespace, catalog_body
-
-    def registry_document(self, catalog: str) -> str | None:
-        assert self.catalog_body is not None
-        try:
-            return registry_text(self.namespace, self.catalog_body)
-        except k8s.NameTaken:
-            return None  # never trusted; writing it is refused the same way
-
-    def write_registry(self, catalog: str, document: str) -> None:
-        assert self.catalog_body is not None
-        manifest = registry_config_map(catalog, self.namespace, document)
-        kopf.adopt(manifest, owner=self.catalog_body)  # goes with the catalog
-        k8s.apply(manifest)
-
-    def open(self, backend: Backend) -> Catalog:
-        return open_backend(self.namespace, backend)
 
 
 def refusal_of(body: Mapping[str, Any], spec: ClusterStorageSpec, policy: NamespacePolicy, index: kopf.Index,
@@ -383,11 +354,11 @@ async def _watch(stopped: kopf.DaemonStopped, sleeper: wakes.Sleeper, body: kopf
             await pools.run(CLUSTER_STORAGE.kind, _register_again, body, storages_by_catalog, catalog_policies)
             pause = TICK  # a scan may be due as well
             continue
-        due_in = _scan_due_in(body, memo)
+        due_in = drift.scan_due_in(body, memo)
         if due_in <= 0:
             memo.pop("scan_now", None)
-            await pools.run(CLUSTER_STORAGE.kind, _scan, body, memo, logger, catalog_policies)
-            due_in = _scan_due_in(body, memo)
+            await pools.run(CLUSTER_STORAGE.kind, drift.scan, body, memo, logger, catalog_policies)
+            due_in = drift.scan_due_in(body, memo)
         # Events wake the daemon (wakes.py); otherwise it sleeps until its next scan is due, its inputs' next
         # look, or (refused) its next registration attempt.
         pause = min(due_in, INPUTS_RECHECK, CATALOG_RETRY if unregistered else INPUTS_RECHECK)
@@ -398,96 +369,3 @@ def _register_again(body: kopf.Body, index: kopf.Index, policies: kopf.Index) ->
         k8s.write_status(CLUSTER_STORAGE, body, _registration(body, index, policies))
     except k8s.NamespaceTerminating:
         pass  # the registry and this ClusterStorage go with the namespace
-
-
-def _scan_due_in(body: kopf.Body, memo: kopf.Memo) -> float:
-    """Seconds until the next drift scan is due: 0 now, inf while there is none to make (not registered,
-    suspended, or the spec not yet taken: the status write that changes that wakes the daemon)."""
-    status = body.get("status") or {}
-    if body.spec.get("suspend") or (find(status.get("conditions"), READY) or {}).get("status") != "True":
-        return float("inf")
-    if status.get("observedGeneration") != body.meta.get("generation"):
-        return float("inf")  # the event handler has not taken the spec yet
-    if memo.get("scan_now"):
-        return 0.0
-    now = time.time()
-    if "retry_at" in memo:  # a failed scan is tried again after its backoff, whatever lastScanTime says
-        return max(0.0, memo["retry_at"] - now)
-    last = (status.get("drift") or {}).get("lastScanTime")
-    last_epoch = datetime.strptime(last, "%Y-%m-%dT%H:%M:%S%z").timestamp() if last else None
-    if memo.get("scanned_at") is not None:  # the body may not show the daemon's own last scan yet
-        last_epoch = max(last_epoch or 0.0, memo["scanned_at"])
-    if memo.get("interval_generation") != body.meta.get("generation"):  # parse the spec once per generation
-        memo["interval"], memo["interval_generation"] = _interval(body), body.meta.get("generation")
-    key = f"{body.meta.namespace}/{body.meta.name}"
-    return max(0.0, next_scan_due(last_epoch, memo["interval"], key, now) - now)
-
-
-def _interval(body: kopf.Body) -> float:
-    try:
-        return parse_cluster_storage(body, default_scan_interval=config().drift_scan_seconds).scan_interval
-    except SpecInvalid:
-        return config().drift_scan_seconds
-
-
-def _scan(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, policies: kopf.Index) -> None:
-    namespace, name = body.meta.namespace, body.meta.name
-    status = dict(body.get("status") or {})
-    settings = config()
-    started = time.time()
-    try:
-        spec = parse_cluster_storage(body, default_scan_interval=settings.drift_scan_seconds)
-        catalog_body, backends = catalog_backends(namespace, spec.catalog, policy_of(namespace, policies),
-                                                  spec.metastore_access)
-    except SpecInvalid as invalid:
-        conditions = [Condition(DRIFTED, "Unknown", invalid.reason, invalid.message)]
-        outcome_phase, drift, events = "Degraded", None, []
-    else:
-        previous = tuple(status.get("previousFilesystems") or ())
-        with metrics.timed(CLUSTER_STORAGE.kind, "drift-scan"):
-            outcome = scan_pass(spec, previous, backends, LiveStoragePorts(namespace, catalog_body),
-                                journal_configured=settings.journal_url is not None, last_drift=status.get("drift"))
-        metrics.record_relocations(outcome.relocations)
-        conditions, outcome_phase, drift, events = outcome.conditions, outcome.phase, outcome.drift, outcome.events
-    failed = any(c.status == "Unknown" for c in conditions) or outcome_phase == "Degraded"
-    memo["scanned_at"] = started
-    if failed:  # one policy for every handler (reconcile/backoff.py), within the scan interval
-        memo["scan_failures"] = memo.get("scan_failures", 0) + 1
-        memo["retry_at"] = time.time() + backoff(memo["scan_failures"], _interval(body))
-    else:
-        memo.pop("scan_failures", None)
-        memo.pop("retry_at", None)
-    # The registration's conditions stay as it wrote them: Ready, and PolicyCompliant while the policy is only
-    # audited (a scan that dropped it hid the audit finding until the next registration). Rendered onto the
-    # status as it is when written: a registration that refused this cluster meanwhile is never undone.
-    def render(now: Mapping[str, Any]) -> dict[str, Any]:
-        kept = [Condition(c["type"], c["status"], c.get("reason", ""), c.get("message", ""))
-                for c in now.get("conditions") or () if c.get("type") in (READY, reasons.POLICY_COMPLIANT)]
-        out: dict[str, Any] = {"conditions": merge(now.get("conditions"), [*kept, *conditions],
-                                                   generation=body.meta.get("generation"))}
-        if outcome_phase and (find(now.get("conditions"), READY) or {}).get("status") == "True":
-            out["phase"] = outcome_phase  # a refused (Invalid) cluster keeps its phase
-        if drift is not None:
-            out["drift"] = _replacing(now.get("drift") or {}, drift)
-        return out
-    k8s.write_status(CLUSTER_STORAGE, body, render)
-    for type_, reason, message in events:
-        kopf.event(body, type=type_, reason=reason, message=message)
-    if drift is not None:
-        metrics.record_drift(namespace, name, int(drift.get("driftedLocations") or 0))
-        logger.info("drift scan of %s/%s: %s locations under a drift source", namespace, name,
-                    drift.get("driftedLocations"))
-    for condition in conditions:
-        if condition.status == "Unknown" or (condition.type == READY and condition.status == "False"):
-            metrics.record_error(CLUSTER_STORAGE.kind, condition.reason)
-
-
-def _replacing(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """A merge patch that turns `old` into `new`: a merge patch merges objects key by key, so every key `new`
-    no longer has (at any depth, e.g. a kind gone from drift.counts) is cleared explicitly."""
-    patch: dict[str, Any] = {key: None for key in old if key not in new}
-    for key, value in new.items():
-        before = old.get(key)
-        patch[key] = _replacing(before, value) if isinstance(value, Mapping) and isinstance(before, Mapping) \
-            else value
-    return patch

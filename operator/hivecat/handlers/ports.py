@@ -23,7 +23,7 @@ from hivecat.reconcile.access import NamespacePolicy, check_hive_catalog, judged
 from hivecat.reconcile.clusterstorage import Backend, backends_of
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.hivecatalog import HiveCatalogSpec, parse_hive_catalog
-from hivecat.workloads.registry import REGISTRY_KEY, registry_config_map_name
+from hivecat.workloads.registry import REGISTRY_KEY, registry_config_map, registry_config_map_name
 
 
 def catalog_backends(namespace: str, name: str, policy: NamespacePolicy,
@@ -156,3 +156,26 @@ class LivePorts:
             return k8s.delete(api_version, kind, self.namespace, name, owner=self.owner.meta.uid)
         except k8s.NameTaken:
             return False
+
+
+class LiveStoragePorts:
+    """The registry ConfigMap (owned by the HiveCatalog) and the catalog's backends."""
+
+    def __init__(self, namespace: str, catalog_body: Mapping[str, Any] | None) -> None:
+        self.namespace, self.catalog_body = namespace, catalog_body
+
+    def registry_document(self, catalog: str) -> str | None:
+        assert self.catalog_body is not None
+        try:
+            return registry_text(self.namespace, self.catalog_body)
+        except k8s.NameTaken:
+            return None  # never trusted; writing it is refused the same way
+
+    def write_registry(self, catalog: str, document: str) -> None:
+        assert self.catalog_body is not None
+        manifest = registry_config_map(catalog, self.namespace, document)
+        kopf.adopt(manifest, owner=self.catalog_body)  # goes with the catalog
+        k8s.apply(manifest)
+
+    def open(self, backend: Backend) -> Catalog:
+        return open_backend(self.namespace, backend)
