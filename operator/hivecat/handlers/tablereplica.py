@@ -17,7 +17,6 @@ first (the older keeps it).
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import math
@@ -33,16 +32,14 @@ from hivecat import k8s, metrics, reasons
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.connect import CatalogUnavailable
 from hivecat.copy.copier import new_run_id
-from hivecat.copy.errors import CopyInputError
-from hivecat.copy.storage import S3Settings, Storage
 from hivecat.config import config
 from hivecat.handlers.clusterstorage import claim_of
-from hivecat.handlers.copy_launch import JOB, SPARK_APPLICATION, WorkloadLauncher
+from hivecat.handlers.copy_launch import JOB, SPARK_APPLICATION
 from hivecat.handlers import pools, wakes
 from hivecat.handlers.policy import policy_of
 from hivecat.handlers.ports import catalog_backends, open_backend, registry_text
+from hivecat.handlers.replica_ports import LiveReplicaPorts
 from hivecat.kinds import COMPONENT, GROUP, LABEL_COMPONENT, LABEL_MANAGED_BY, MANAGED_BY, TABLE_REPLICA, VERSION
-from hivecat.locations.prefix import storage_prefix
 from hivecat.reconcile.access import NamespacePolicy, check_table_replica, cluster_access, judged
 from hivecat.reconcile.backoff import backoff
 from hivecat.reconcile.clusterstorage import Backend
@@ -51,8 +48,8 @@ from hivecat.reconcile.policy import Violation
 from hivecat.replication.registry import ClusterEntry, parse_registry_document
 from hivecat.reconcile.tablereplica import READY, Ended, SyncOutcome, sync_pass
 from hivecat.replication.bookkeeping import forget
-from hivecat.replication.launch import RUNNING, Launcher, LocalLauncher, local_environment
-from hivecat.replication.routes import SECRET_KEYS, ClusterAccess, Credentials, RoutedStorage, cluster_storage
+from hivecat.replication.launch import RUNNING
+from hivecat.replication.routes import ClusterAccess
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.tablereplica import TableReplicaSpec, parse_table_replica
 
@@ -338,72 +335,6 @@ def _access(spec: TableReplicaSpec, clusters: dict[str, ClusterEntry], policy: N
         claim = claim_of(spec.namespace, name, entry.filesystem, indexes.storages, indexes.policies)
         found[name] = cluster_access(policy, name, entry.filesystem, secret, claim)
     return found
-
-
-class LiveReplicaPorts:
-    def __init__(self, body: kopf.Body, catalog: str, access: dict[str, ClusterAccess | Violation],
-                 copying: Mapping[str, str] | None = None) -> None:
-        """`copying`: per secondary, the copy run the last pass left in flight (None: as status says, after a
-        restart; status may lag behind the pass that wrote it)."""
-        self.body, self.catalog, self.namespace, self.copying = body, catalog, body.meta.namespace, copying
-        self.access = {name: a for name, a in access.items() if isinstance(a, ClusterAccess)}
-        self._storage: RoutedStorage | None = None
-        self._routes: dict[str, Storage] = {}
-        self._ambient_made: Storage | None = None
-
-    def open(self, backend: Backend) -> Catalog:
-        return open_backend(self.namespace, backend)
-
-    def launcher(self, secondary: ClusterEntry) -> Launcher:
-        kind = (secondary.compute or {}).get("type", "Local")
-        if kind == "Local":  # a child process of the operator: only the environment this copy needs
-            family = storage_prefix(secondary.filesystem).family
-            return LocalLauncher(config().state_dir / "copies", pools.local_runs(),
-                                 (self.namespace, self.body.meta.name, secondary.name),
-                                 local_environment(self._route(secondary.name), family))
-        workload = SPARK_APPLICATION if kind == "SparkApplication" else JOB
-        expected = self.copying.get(secondary.name) if self.copying is not None else _copy_run_in_status(
-            self.body, secondary.name)
-        return WorkloadLauncher(workload, self.body, self.catalog, secondary, self.storage(), expected)
-
-    def storage(self) -> RoutedStorage:
-        """Each cluster this TableReplica may use, with its own credentials: read when the pass first reaches a
-        location on that cluster, at most once per pass."""
-        if self._storage is None:
-            self._storage = RoutedStorage([(access.filesystem, functools.partial(self._cluster, name))
-                                           for name, access in self.access.items()], self._ambient())
-        return self._storage
-
-    def _route(self, cluster: str) -> Storage | None:
-        return self._cluster(cluster) if cluster in self.access else None
-
-    def _cluster(self, name: str) -> Storage:
-        if name not in self._routes:
-            self._routes[name] = cluster_storage(self.access[name], self._ambient(), self._credentials)
-        return self._routes[name]
-
-    def _ambient(self) -> Storage:
-        if self._ambient_made is None:
-            self._ambient_made = _ambient_storage()
-        return self._ambient_made
-
-    def _credentials(self, secret: str) -> Credentials:
-        return Credentials(k8s.read_secret_keys(self.namespace, secret, SECRET_KEYS))
-
-
-def _copy_run_in_status(body: kopf.Body, cluster: str) -> str | None:
-    for entry in (body.get("status") or {}).get("replicas") or ():
-        if entry.get("cluster") == cluster:
-            return entry.get("copyRunId")
-    return None
-
-
-def _ambient_storage() -> Storage:
-    """The operator's own identity and endpoints (used only where cluster_access allowed it)."""
-    try:
-        return Storage(S3Settings.from_environment())
-    except CopyInputError:  # no usable S3 settings here: file:// and hdfs:// still work
-        return Storage()
 
 
 # --- deletion ----------------------------------------------------------------------------------------------
