@@ -59,9 +59,11 @@ def _catalog_lock(namespace: str, catalog: str) -> threading.Lock:
 # --- indexes -----------------------------------------------------------------------------------------------
 
 @kopf.index(GROUP, VERSION, CLUSTER_STORAGE.plural)
-def storages_by_catalog(namespace: str, name: str, spec: kopf.Spec, status: kopf.Status, meta: kopf.Meta,
-                        **_: Any) -> dict[tuple[str, str], dict[str, Any]]:
-    """(namespace, catalog) → what registration needs of each ClusterStorage (a plain copy)."""
+async def storages_by_catalog(namespace: str, name: str, spec: kopf.Spec, status: kopf.Status, meta: kopf.Meta,
+                              **_: Any) -> dict[tuple[str, str], dict[str, Any]]:
+    """(namespace, catalog) → what registration needs of each ClusterStorage (a plain copy). Async, like every
+    indexer here: pure and cheap, so it runs on the loop; a synchronous one went through kopf's executor (a few
+    threads, shared with the blocking handlers) on every event."""
     catalog = (spec.get("catalogRef") or {}).get("name") or ""
     return {(namespace, catalog): {
         "metadata": {"name": name, "namespace": namespace, "creationTimestamp": meta.get("creationTimestamp"),
@@ -126,7 +128,7 @@ def claim_of(namespace: str, name: str, filesystem: str, index: kopf.Index,
 
 
 @kopf.index(GROUP, VERSION, TABLE_REPLICA.plural)
-def replicas_by_storage(namespace: str, name: str, spec: kopf.Spec, **_: Any) -> dict[tuple[str, str], str]:
+async def replicas_by_storage(namespace: str, name: str, spec: kopf.Spec, **_: Any) -> dict[tuple[str, str], str]:
     """(namespace, ClusterStorage) → the TableReplicas that copy from or to it."""
     clusters = {spec.get("primary"), spec.get("active"), *(spec.get("secondaries") or ())}
     return {(namespace, cluster): name for cluster in clusters if cluster}

@@ -30,7 +30,7 @@ _labels_guard = threading.Lock()
 
 
 @kopf.index(GROUP, VERSION, CATALOG_POLICY.plural)
-def catalog_policies(name: str, body: kopf.Body, **_: Any) -> dict[str, CatalogPolicySpec | InvalidPolicy]:
+async def catalog_policies(name: str, body: kopf.Body, **_: Any) -> dict[str, CatalogPolicySpec | InvalidPolicy]:
     try:
         return {ALL: parse_catalog_policy(body)}
     except SpecInvalid as invalid:  # it grants nothing, and the refusals it causes say why

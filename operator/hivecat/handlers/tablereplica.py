@@ -104,8 +104,8 @@ def _conditions(body: kopf.Body, conditions: list[Condition]) -> list[dict[str, 
 # --- syncs -------------------------------------------------------------------------------------------------
 
 @kopf.index(GROUP, VERSION, TABLE_REPLICA.plural)
-def replicas_by_table(namespace: str, name: str, spec: kopf.Spec, meta: kopf.Meta,
-                      **_: Any) -> dict[tuple[str, str, str, str], tuple[str, str]]:
+async def replicas_by_table(namespace: str, name: str, spec: kopf.Spec, meta: kopf.Meta,
+                            **_: Any) -> dict[tuple[str, str, str, str], tuple[str, str]]:
     """(namespace, catalog, database, table) → (creationTimestamp, name) of the TableReplicas that keep it."""
     catalog = (spec.get("catalogRef") or {}).get("name") or ""
     database, table = str(spec.get("database") or "default").lower(), str(spec.get("table") or "").lower()
