@@ -34,7 +34,7 @@ from hivecat.handlers.ports import LiveStoragePorts
 from hivecat.reconcile.access import NamespacePolicy, check_cluster_storage, judged
 from hivecat.reconcile.claims import Claim, KnownClaims, claim_conflict
 from hivecat.reconcile.clusterstorage import DRIFTED, READY, register, registration_of
-from hivecat.reconcile.conditions import Condition, find, merge
+from hivecat.reconcile.conditions import Condition, find, kept, merge
 from hivecat.reconcile.policy import Violation
 from hivecat.replication.registry import ClusterEntry, cluster_entry, parse_registry_document
 from hivecat.specs.clusterstorage import ClusterStorageSpec, canonical_uri, parse_cluster_storage, previous_filesystems
@@ -241,10 +241,9 @@ def _registration(body: kopf.Body, index: kopf.Index, policies: kopf.Index, *,
         else {}
 
     def render(now: Mapping[str, Any]) -> dict[str, Any]:
-        kept = [Condition(c["type"], c["status"], c.get("reason", ""), c.get("message", ""))
-                for c in now.get("conditions") or () if c.get("type") == DRIFTED]
+        drifted = kept(now.get("conditions"), DRIFTED)
         out = {"observedGeneration": generation, **written, "conditions": merge(
-            now.get("conditions"), [ready, *kept, *([audit] if audit is not None else [])], generation=generation)}
+            now.get("conditions"), [ready, *drifted, *([audit] if audit is not None else [])], generation=generation)}
         if ready.status != "True":
             out["phase"] = "Invalid"
         elif now.get("phase") in (None, "Invalid", "Pending", "Suspended"):
@@ -291,7 +290,8 @@ def release(body: kopf.Body, name: str, namespace: str, patch: kopf.Patch, stora
         message = (f"still used by TableReplica {', '.join(replicas)}: delete them or take this cluster out "
                    "of their spec first")
         held = Condition.of(READY, False, reasons.DELETION_BLOCKED, message)
-        patch.status["conditions"] = _conditions(body, [held, *_drifted(body)])
+        patch.status["conditions"] = _conditions(body, [held, *kept((body.get("status") or {}).get("conditions"),
+                                                                     DRIFTED)])
         patch.status["phase"] = "Deleting"
         raise kopf.TemporaryError(message, delay=5)
     try:
@@ -302,11 +302,6 @@ def release(body: kopf.Body, name: str, namespace: str, patch: kopf.Patch, stora
         return
     metrics.forget(namespace, name, CLUSTER_STORAGE.kind)
     logger.info("ClusterStorage %s/%s left the registry", namespace, name)
-
-
-def _drifted(body: kopf.Body) -> list[Condition]:
-    found = find((body.get("status") or {}).get("conditions"), DRIFTED)
-    return [Condition(DRIFTED, found["status"], found.get("reason", ""), found.get("message", ""))] if found else []
 
 
 def _fingerprint(body: kopf.Body, index: kopf.Index, policies: kopf.Index) -> tuple:

@@ -23,7 +23,7 @@ from hivecat.handlers.ports import LiveStoragePorts, catalog_backends
 from hivecat.kinds import CLUSTER_STORAGE
 from hivecat.reconcile.backoff import backoff
 from hivecat.reconcile.clusterstorage import DRIFTED, READY, scan_pass
-from hivecat.reconcile.conditions import Condition, find, merge
+from hivecat.reconcile.conditions import Condition, find, kept, merge
 from hivecat.reconcile.drift import next_scan_due
 from hivecat.specs.clusterstorage import parse_cluster_storage
 from hivecat.specs.errors import SpecInvalid
@@ -90,9 +90,8 @@ def scan(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, policies: kop
     # audited (a scan that dropped it hid the audit finding until the next registration). Rendered onto the
     # status as it is when written: a registration that refused this cluster meanwhile is never undone.
     def render(now: Mapping[str, Any]) -> dict[str, Any]:
-        kept = [Condition(c["type"], c["status"], c.get("reason", ""), c.get("message", ""))
-                for c in now.get("conditions") or () if c.get("type") in (READY, reasons.POLICY_COMPLIANT)]
-        out: dict[str, Any] = {"conditions": merge(now.get("conditions"), [*kept, *conditions],
+        registration = kept(now.get("conditions"), READY, reasons.POLICY_COMPLIANT)
+        out: dict[str, Any] = {"conditions": merge(now.get("conditions"), [*registration, *conditions],
                                                    generation=body.meta.get("generation"))}
         if outcome_phase and (find(now.get("conditions"), READY) or {}).get("status") == "True":
             out["phase"] = outcome_phase  # a refused (Invalid) cluster keeps its phase

@@ -34,7 +34,6 @@ class LiveReplicaPorts:
         self.access = {name: a for name, a in access.items() if isinstance(a, ClusterAccess)}
         self._storage: RoutedStorage | None = None
         self._routes: dict[str, Storage] = {}
-        self._ambient_made: Storage | None = None
 
     def open(self, backend: Backend) -> Catalog:
         return open_backend(self.namespace, backend)
@@ -56,7 +55,7 @@ class LiveReplicaPorts:
         location on that cluster, at most once per pass."""
         if self._storage is None:
             self._storage = RoutedStorage([(access.filesystem, functools.partial(self._cluster, name))
-                                           for name, access in self.access.items()], self._ambient())
+                                           for name, access in self.access.items()], self._ambient)
         return self._storage
 
     def _route(self, cluster: str) -> Storage | None:
@@ -64,13 +63,12 @@ class LiveReplicaPorts:
 
     def _cluster(self, name: str) -> Storage:
         if name not in self._routes:
-            self._routes[name] = cluster_storage(self.access[name], self._ambient(), self._credentials)
+            self._routes[name] = cluster_storage(self.access[name], self._ambient, self._credentials)
         return self._routes[name]
 
+    @functools.cached_property
     def _ambient(self) -> Storage:
-        if self._ambient_made is None:
-            self._ambient_made = _ambient_storage()
-        return self._ambient_made
+        return _ambient_storage()
 
     def _credentials(self, secret: str) -> Credentials:
         return Credentials(k8s.read_secret_keys(self.namespace, secret, SECRET_KEYS))

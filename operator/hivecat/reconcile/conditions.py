@@ -63,3 +63,10 @@ def merge(previous: Sequence[Mapping[str, Any]] | None, current: Iterable[Condit
 
 def find(conditions: Sequence[Mapping[str, Any]] | None, type_: str) -> Mapping[str, Any] | None:
     return next((c for c in conditions or () if c.get("type") == type_), None)
+
+
+def kept(conditions: Sequence[Mapping[str, Any]] | None, *types: str) -> list[Condition]:
+    """The conditions of `types` as the status shows them, to state again unchanged: those another writer owns
+    (a registration's Ready, a drift scan's Drifted), which a pass of its own must not drop."""
+    return [Condition(c["type"], c["status"], c.get("reason", ""), c.get("message", ""))
+            for c in conditions or () if c.get("type") in types]
