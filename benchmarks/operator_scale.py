@@ -227,6 +227,18 @@ def loop_lag_max(bench: Bench) -> float:
     return -1.0 if found is None else float(found)
 
 
+def loop_lag_over(bench: Bench, limit: str = "0.1") -> float:
+    """The share of the loop's beats (every 0.25 s) that came later than `limit` seconds (a bucket bound of
+    hivecat_event_loop_lag_seconds): how often, where loop_lag_max says how bad the worst was."""
+    try:
+        samples = scrape(bench.metrics_port)
+    except OSError:
+        return -1.0
+    within = sample(samples, "hivecat_event_loop_lag_seconds_bucket", le=limit)
+    count = sample(samples, "hivecat_event_loop_lag_seconds_count")
+    return -1.0 if within is None or not count else round(1 - within / count, 4)
+
+
 # --- one N --------------------------------------------------------------------------------------------------------
 
 @dataclass
@@ -272,6 +284,7 @@ def run_scenario(n: int, sizes: Sizes, log_dir: Path) -> Outcome:
             f["ready_waited_s"] = round(waited, 1)
             f["rss_at_ready_mb"] = round(bench.operator_rss_mb(), 1) if bench.operator_alive() else -1.0
             f["loop_lag_max_at_ready_s"] = rounded(loop_lag_max(bench))
+            f["loop_lag_over_100ms_share_at_ready"] = loop_lag_over(bench)
             f["cpu_at_ready_s"] = round(bench.operator_cpu_seconds(), 1) if bench.operator_alive() else -1.0
             reasons = why_not_ready(watcher, keys)
             for (plural, what, phase), count in reasons.most_common(8):
@@ -331,6 +344,7 @@ def run_scenario(n: int, sizes: Sizes, log_dir: Path) -> Outcome:
             # 3. the operator's own figures, at the end
             alive = bench.operator_alive()
             f["loop_lag_max_s"] = rounded(loop_lag_max(bench)) if alive else -1.0
+            f["loop_lag_over_100ms_share"] = loop_lag_over(bench) if alive else -1.0
             f["rss_peak_mb"] = round(bench.operator_peak_rss_mb(), 1) if alive else -1.0
             f["cpu_s"] = round(bench.operator_cpu_seconds(), 1) if alive else -1.0
             f["threads_at_end"] = bench.operator_threads() if alive else -1
@@ -370,8 +384,8 @@ def steady_figures(f: dict[str, Any], prefix: str, window: Window) -> None:
 
 HEADLINE = ("change_p50_s", "change_p99_s", "change_ready_p50_s", "change_ready_p99_s", "change_pending_p50_s",
             "change_pending_p99_s", "change_pending_ready_p50_s", "change_pending_ready_p99_s",
-            "change_pending_over_idle", "change_pending_over_idle_p50", "loop_lag_max_s", "rss_peak_mb",
-            "steady_requests_per_s", "steady_list_watch_per_kind", "pending_jobs", "pending_requests_per_s")
+            "change_pending_over_idle", "change_pending_over_idle_p50", "loop_lag_max_s", "loop_lag_over_100ms_share",
+            "rss_peak_mb", "steady_requests_per_s", "steady_list_watch_per_kind", "pending_jobs", "pending_requests_per_s")
 
 
 def main(argv: list[str] | None = None) -> int:

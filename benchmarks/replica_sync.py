@@ -28,7 +28,7 @@ from hivecat.catalog.model import ParamsOutcome, PartitionInfo, TableInfo, UnitP
 from hivecat.copy.copier import Copier, CopyOptions
 from hivecat.copy.storage import Storage
 from hivecat.replication.registry import ClusterEntry
-from hivecat.reconcile.tablereplica import sync_secondary
+from hivecat.act.tablereplica import sync_secondary
 from hivecat.replication.launch import SUCCEEDED, LaunchResult
 from hivecat.replication.planner import ReplicaScope, plan_replica
 from hivecat.specs.tablereplica import parse_table_replica

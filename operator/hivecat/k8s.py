@@ -19,6 +19,7 @@ import functools
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from hivecat import reasons
@@ -200,6 +201,11 @@ def delete(api_version: str, kind: str, namespace: str, name: str, owner: str) -
         if error.status == 409:  # the uid precondition: replaced meanwhile by an object hivecat did not make
             raise NameTaken(kind, namespace, name) from None
         raise
+
+
+def timestamp() -> str:
+    """Now, as the API's time fields read (a condition's lastTransitionTime): RFC 3339, UTC, whole seconds."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def patch_status(kind: Any, namespace: str, name: str, status: Mapping[str, Any]) -> None:

@@ -41,12 +41,12 @@ def test_a_scan_from_a_stale_body_never_undoes_a_refusal(kubectl: Client, namesp
     apply(kubectl, namespace, storage("own"))
     registered = Condition.of("Ready", True, reasons.REGISTERED, "registered in the catalog's cluster registry")
     k8s.patch_status(CLUSTER_STORAGE, namespace, "own", {
-        "phase": "Ready", "conditions": merge(None, [registered], generation=1)})
+        "phase": "Ready", "conditions": merge(None, [registered], generation=1, now="2026-01-01T00:00:00Z")})
     stale = kopf.Body(k8s.get(CLUSTER_STORAGE.api_version, CLUSTER_STORAGE.kind, namespace, "own"))
     # The registration refuses it (the policy no longer grants the filesystem) after the daemon's body was read.
     refused = Condition.of("Ready", False, reasons.STORAGE_NOT_ALLOWED, "no longer granted")
     k8s.patch_status(CLUSTER_STORAGE, namespace, "own", {
-        "phase": "Invalid", "conditions": merge(None, [refused], generation=1)})
+        "phase": "Invalid", "conditions": merge(None, [refused], generation=1, now="2026-01-01T00:00:00Z")})
 
     drift.scan(stale, kopf.Memo(), logging.getLogger("test"), {})  # its catalog is missing: Drifted Unknown
 

@@ -18,7 +18,7 @@ from hivecat.copy.storage import Storage
 from hivecat.locations.prefix import rebase
 from hivecat.reconcile.clusterstorage import Backend
 from hivecat.replication.registry import ClusterEntry
-from hivecat.reconcile.tablereplica import sync_pass
+from hivecat.act.tablereplica import sync_pass
 from hivecat.replication.launch import FAILED, SUCCEEDED, LaunchResult
 from hivecat.specs.tablereplica import CopySettings, parse_table_replica
 

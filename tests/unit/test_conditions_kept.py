@@ -7,7 +7,8 @@ from hivecat.reconcile.conditions import Condition, kept, merge
 
 SHOWN = merge(None, [Condition("Ready", "False", "StorageNotAllowed", "no longer granted"),
                      Condition("Drifted", "Unknown", "CatalogNotFound", "gone"),
-                     Condition("PolicyCompliant", "False", "StorageNotAllowed", "would be refused")], generation=3)
+                     Condition("PolicyCompliant", "False", "StorageNotAllowed", "would be refused")], generation=3,
+               now="2026-01-01T00:00:00Z")
 
 
 def test_only_the_named_types_as_shown() -> None:

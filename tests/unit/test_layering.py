@@ -88,13 +88,14 @@ def test_relative_and_from_imports_are_resolved() -> None:
 # upward and no two packages import each other (design.md; issue 27).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("kinds", "reasons", "durations", "jvm"),
-    ("apierrors", "config", "spark", "aws", "malloc"),
+    ("apierrors", "config", "spark", "aws", "malloc", "collector"),
     ("locations",),
     ("copy", "catalog"),
     ("specs",),          # frozen models of the CRs, and the mode rules
     ("replication",),    # the cluster registry, plans, copies, failover: the replication domain
     ("workloads",),      # pure builders of Kubernetes objects, and the schema decision they carry out
     ("reconcile",),      # pure decisions of each kind, over all of the above
+    ("act",),            # each kind's pass, carried out through its ports: what reconcile decides
     ("k8s", "metrics", "local"),
     ("leader", "handlers", "commands", "demo"),
     ("cli",),
@@ -130,3 +131,46 @@ def test_nothing_imports_upward_or_sideways() -> None:
     """Also no package cycle: every import goes strictly down the layers."""
     found = upward_imports()
     assert not found, "imports against the layers (move the shared type down instead):\n" + "\n".join(found)
+
+
+
+# --- the pure layers ----------------------------------------------------------------------------------------
+# reconcile/ and workloads/ decide from what they are given (design.md): no client, no clock, no thread, and no
+# ports to act through, which act/ and the handlers hold.
+PURE = ("hivecat.reconcile", "hivecat.workloads")
+DOES_IO = ("sqlalchemy", "boto3", "botocore", "kubernetes", "pyarrow", "aiohttp", "requests", "urllib", "socket",
+           "subprocess", "threading", "asyncio", "time", "hivecat.k8s", "hivecat.aws", "hivecat.catalog.connect",
+           "hivecat.catalog.sql", "hivecat.catalog.glue", "hivecat.catalog.thrift", "hivecat.copy.copier",
+           "hivecat.replication.launch.local")
+CLOCKS = ("now", "utcnow", "today", "time", "monotonic")
+
+
+def impurities(source: str, module: str, where: str) -> list[str]:
+    """An import of a module that does I/O, a clock read (datetime.now(), time.time()...), ports (a Protocol named
+    *Ports: what a pass acts through)."""
+    found = [f"{where}:{line}: imports {imported}" for line, imported in imported_modules(source, module)
+             if any(is_within(imported, io) for io in DOES_IO)]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CLOCKS:
+            found.append(f"{where}:{node.lineno}: reads a clock ({ast.unparse(node.func)}())")
+        if isinstance(node, ast.ClassDef) and node.name.endswith("Ports") \
+                and any(ast.unparse(base).endswith("Protocol") for base in node.bases):
+            found.append(f"{where}:{node.lineno}: defines ports ({node.name}); a pass that acts belongs in act/")
+    return found
+
+
+def test_reconcile_and_workloads_are_pure() -> None:
+    found = [line for path in sorted(PACKAGE_DIR.rglob("*.py"))
+             if any(is_within(module_name(path), pure) for pure in PURE)
+             for line in impurities(path.read_text(), module_name(path), str(path.relative_to(PACKAGE_DIR.parent)))]
+    assert not found, "I/O in a pure layer:\n" + "\n".join(found)
+
+
+def test_the_purity_check_sees_io() -> None:
+    """The checker itself: an I/O import, a clock read and a ports Protocol are each found."""
+    source = ("from hivecat.catalog.connect import open_catalog\nimport time\nfrom typing import Protocol\n"
+              "class Ports(Protocol): ...\ndef f(clock): return time.time(), datetime.now(timezone.utc)\n")
+    found = "\n".join(impurities(source, "hivecat.reconcile.example", "example.py"))
+    assert "imports hivecat.catalog.connect" in found and "imports time" in found
+    assert "reads a clock (time.time())" in found and "reads a clock (datetime.now())" in found
+    assert "defines ports (Ports)" in found

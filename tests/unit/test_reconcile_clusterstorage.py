@@ -14,7 +14,8 @@ from hivecat.catalog.model import (
 from hivecat.catalog.targets import GlueTarget, SqlTarget, ThriftTarget
 from hivecat.apierrors import SecretUnavailable
 from hivecat.locations.prefix import rebase
-from hivecat.reconcile.clusterstorage import Backend, backends_of, register, registration_of, scan_pass
+from hivecat.act.clusterstorage import register, scan_pass
+from hivecat.reconcile.clusterstorage import Backend, backends_of, registration_of
 from hivecat.replication.registry import ClusterEntry, parse_registry_document
 from hivecat.specs.clusterstorage import parse_cluster_storage
 from hivecat.specs.errors import SpecInvalid

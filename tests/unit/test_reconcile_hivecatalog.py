@@ -1,4 +1,4 @@
-"""One HiveCatalog reconcile pass (hivecat.reconcile.hivecatalog.Pass) against a recording fake of its
+"""One HiveCatalog reconcile pass (hivecat.act.hivecatalog.Pass) against a recording fake of its
 `Ports`: every branch of run(), what it applies and deletes (kinds and names), the conditions it states, the
 phase, and that no password reaches any manifest, condition message or Event. Also the conditions merge."""
 
@@ -15,7 +15,8 @@ from hivecat.catalog.probes import ProbeResult
 from hivecat.catalog.schema_version import SchemaState
 from hivecat.apierrors import SecretUnavailable
 from hivecat.reconcile.conditions import Condition, merge
-from hivecat.reconcile.hivecatalog import SHORT_WAIT, Outcome, Pass, previous_mode
+from hivecat.act.hivecatalog import Pass
+from hivecat.reconcile.hivecatalog import SHORT_WAIT, Outcome, previous_mode
 from hivecat.specs.mode import GLUE_CLIENT_FACTORY
 from hivecat.reconcile.policy import WorkloadPolicy
 from hivecat.specs import HiveCatalogSpec, parse_hive_catalog
@@ -502,5 +503,6 @@ def test_merge_drops_conditions_no_longer_stated_and_duplicates() -> None:
                    generation=1, now="2026-01-01T00:00:00Z")
     after = merge(before, [Condition.of("Ready", True, "Ready")], generation=1, now="2026-01-02T00:00:00Z")
     assert [c["type"] for c in after] == ["Ready"]
-    twice = merge(None, [Condition.of("Ready", False, "A"), Condition.of("Ready", True, "B")], generation=1)
+    twice = merge(None, [Condition.of("Ready", False, "A"), Condition.of("Ready", True, "B")], generation=1,
+                  now="2026-01-01T00:00:00Z")
     assert [(c["type"], c["reason"]) for c in twice] == [("Ready", "B")]

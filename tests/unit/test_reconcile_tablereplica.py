@@ -404,7 +404,7 @@ def test_a_copy_that_cannot_start_yet_waits_and_says_why(lake) -> None:
 def test_a_sync_whose_copies_end_in_different_passes_reports_each_copy_once_under_its_own_id(lake) -> None:
     """dr1's copy ends before dr2's: the pass that reads dr2's end continues the sync (its id, its start) and
     still says dr1's copy succeeded, with the units recorded earlier; one Synced Event, at the end."""
-    from hivecat.reconcile.tablereplica import sync_pass
+    from hivecat.act.tablereplica import sync_pass
     from support.replica_lake import Ports
     from hivecat.reconcile.clusterstorage import Backend
     _, clusters, catalog, _ = lake
@@ -483,7 +483,7 @@ def test_a_copy_that_ends_unverified_is_reported_and_not_started_again_in_the_sa
 
 def sync_pass_continuing(previous, catalog, clusters, launcher):
     from hivecat.reconcile.clusterstorage import Backend
-    from hivecat.reconcile.tablereplica import sync_pass
+    from hivecat.act.tablereplica import sync_pass
     from support.replica_lake import Ports
     return sync_pass(replica(secondaries=["dr1"]), [Backend("Database", None)], clusters, Ports(catalog, launcher),
                      "r1", clock=lambda: NOW, ended=previous.ended, started=previous.started)

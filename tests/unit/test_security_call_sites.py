@@ -1,7 +1,7 @@
 """Every place where the operator reaches a metastore, Glue, a Secret, storage, a metastore's rows, a child
 object or a process on a team's behalf is listed in docs/security.md with its guard. This finds those calls in
-the operator's code (handlers, reconcilers, the Local launcher) and compares: a new call site fails until it
-is listed (and its guard stated), a listed one that is gone fails until the table follows."""
+the operator's code (handlers, the passes of act/, reconcilers, the Local launcher) and compares: a new call
+site fails until it is listed (and its guard stated), a listed one that is gone fails until the table follows."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "operator" / "hivecat"
 DOC = PACKAGE.parents[1] / "docs" / "security.md"
-SCANNED = ("handlers/*.py", "reconcile/*.py", "replication/launch/*.py")
+SCANNED = ("handlers/*.py", "act/*.py", "reconcile/*.py", "replication/launch/*.py")
 # The I/O primitives: what opens a backend, probes or writes a metastore or Glue, reads a Secret, reaches
-# storage, starts a copy, or writes a child object. `ports.<method>` (the reconcilers' I/O through their
+# storage, starts a copy, or writes a child object. `ports.<method>` (the passes' I/O through their
 # Ports) and `k8s.<write or Secret read>` are matched by their receiver.
 PRIMITIVES = frozenset({
     "open_backend", "open_catalog", "catalog_backends", "registry_text", "probe_sql", "probe_thrift", "probe_glue",

@@ -27,9 +27,10 @@ from hivecat.catalog.connect import JournalSettings, open_catalog
 from hivecat.catalog.targets import ThriftTarget
 from hivecat.copy.copier import new_run_id
 from hivecat.copy.storage import Storage
-from hivecat.reconcile.clusterstorage import Backend, scan_pass
+from hivecat.act.clusterstorage import scan_pass
+from hivecat.reconcile.clusterstorage import Backend
 from hivecat.replication.registry import ClusterEntry
-from hivecat.reconcile.tablereplica import SyncOutcome, sync_pass
+from hivecat.act.tablereplica import SyncOutcome, sync_pass
 from hivecat.replication.launch import LocalLauncher, LocalRuns
 from hivecat.replication.placement import placement_of
 from hivecat.replication.routing import route

@@ -8,7 +8,7 @@ import logging
 
 import kopf
 
-from hivecat import metrics
+from hivecat import collector, metrics
 from hivecat.config import config
 from hivecat.handlers import pools, storage, wakes
 from hivecat.kinds import FINALIZER, GROUP, KINDS, VERSION
@@ -37,6 +37,7 @@ def configure(settings: kopf.OperatorSettings, **_: object) -> None:
     logging.getLogger("kopf.objects").addFilter(_quiet_event_handlers)
     if config().metrics_port:
         metrics.serve(config().metrics_port)
+    collector.settle_after_start()  # last: all that starting loaded is loaded now
 
 
 # Handlers and indexers that run on every event of what they watch: their success is not news, and at 1,000

@@ -33,7 +33,8 @@ from hivecat.handlers.policy import policy_of
 from hivecat.handlers.ports import LiveStoragePorts
 from hivecat.reconcile.access import NamespacePolicy, check_cluster_storage, judged
 from hivecat.reconcile.claims import Claim, KnownClaims, claim_conflict
-from hivecat.reconcile.clusterstorage import DRIFTED, READY, register, registration_of
+from hivecat.act.clusterstorage import register
+from hivecat.reconcile.clusterstorage import DRIFTED, READY, registration_of
 from hivecat.reconcile.conditions import Condition, find, kept, merge
 from hivecat.reconcile.policy import Violation
 from hivecat.replication.registry import ClusterEntry, cluster_entry, parse_registry_document
@@ -243,7 +244,8 @@ def _registration(body: kopf.Body, index: kopf.Index, policies: kopf.Index, *,
     def render(now: Mapping[str, Any]) -> dict[str, Any]:
         drifted = kept(now.get("conditions"), DRIFTED)
         out = {"observedGeneration": generation, **written, "conditions": merge(
-            now.get("conditions"), [ready, *drifted, *([audit] if audit is not None else [])], generation=generation)}
+            now.get("conditions"), [ready, *drifted, *([audit] if audit is not None else [])], generation=generation,
+            now=k8s.timestamp())}
         if ready.status != "True":
             out["phase"] = "Invalid"
         elif now.get("phase") in (None, "Invalid", "Pending", "Suspended"):
@@ -258,11 +260,12 @@ def _fields(**fields: Any) -> Render:
 
 def _not_registered(generation: Any, phase: str, ready: Condition) -> Render:
     return lambda now: {"observedGeneration": generation, "phase": phase,
-                        "conditions": merge(now.get("conditions"), [ready], generation=generation)}
+                        "conditions": merge(now.get("conditions"), [ready], generation=generation, now=k8s.timestamp())}
 
 
 def _conditions(body: kopf.Body, conditions: list[Condition]) -> list[dict[str, Any]]:
-    return merge((body.get("status") or {}).get("conditions"), conditions, generation=body.meta.get("generation"))
+    return merge((body.get("status") or {}).get("conditions"), conditions, generation=body.meta.get("generation"),
+                 now=k8s.timestamp())
 
 
 @kopf.on.resume(GROUP, VERSION, CLUSTER_STORAGE.plural)

@@ -1,5 +1,5 @@
 """Drift scans of a ClusterStorage: when the next one is due, and one scan (and repair) through the location
-engine (reconcile/clusterstorage.py:scan_pass), its outcome written as the Drifted condition and status.drift.
+engine (act/clusterstorage.py:scan_pass), its outcome written as the Drifted condition and status.drift.
 
 Run by the ClusterStorage's daemon (handlers/clusterstorage.py) in a worker thread of its kind's pool, never in
 the event loop: on a spec change, on the `hivecatalog.io/sync-now` annotation, and every scan interval with
@@ -22,7 +22,8 @@ from hivecat.handlers.policy import policy_of
 from hivecat.handlers.ports import LiveStoragePorts, catalog_backends
 from hivecat.kinds import CLUSTER_STORAGE
 from hivecat.reconcile.backoff import backoff
-from hivecat.reconcile.clusterstorage import DRIFTED, READY, scan_pass
+from hivecat.act.clusterstorage import scan_pass
+from hivecat.reconcile.clusterstorage import DRIFTED, READY
 from hivecat.reconcile.conditions import Condition, find, kept, merge
 from hivecat.reconcile.drift import next_scan_due
 from hivecat.specs.clusterstorage import parse_cluster_storage
@@ -92,7 +93,7 @@ def scan(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, policies: kop
     def render(now: Mapping[str, Any]) -> dict[str, Any]:
         registration = kept(now.get("conditions"), READY, reasons.POLICY_COMPLIANT)
         out: dict[str, Any] = {"conditions": merge(now.get("conditions"), [*registration, *conditions],
-                                                   generation=body.meta.get("generation"))}
+                                                   generation=body.meta.get("generation"), now=k8s.timestamp())}
         if outcome_phase and (find(now.get("conditions"), READY) or {}).get("status") == "True":
             out["phase"] = outcome_phase  # a refused (Invalid) cluster keeps its phase
         if drift is not None:

@@ -1,4 +1,4 @@
-"""HiveCatalog handlers: parse the spec, run one reconcile pass (reconcile/hivecatalog.py), patch status.
+"""HiveCatalog handlers: parse the spec, run one pass (act/hivecatalog.py), patch status.
 
 Three ways in, one pass: the resource's create/update/resume events (a new spec, or the confirm-mode-switch
 annotation), and a daemon that re-checks the backends (`HIVECAT_RECHECK_SECONDS`), comes back sooner while a
@@ -30,7 +30,8 @@ from hivecat.handlers.ports import LivePorts
 from hivecat.reconcile.access import check_hive_catalog, judged
 from hivecat.reconcile.backoff import backoff
 from hivecat.reconcile.conditions import Condition, merge
-from hivecat.reconcile.hivecatalog import READY, Outcome, Pass, previous_mode
+from hivecat.act.hivecatalog import Pass
+from hivecat.reconcile.hivecatalog import READY, Outcome, previous_mode
 from hivecat.specs.hivecatalog import SpecInvalid, parse_hive_catalog
 
 TICK = 0.5  # the re-check daemon's shortest sleep; a pass runs only when one is due (memo['next_pass'])
@@ -104,7 +105,8 @@ def _write_status(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], ou
         patch.status["clientConfigMap"] = outcome.client_config_map
     if outcome.schema_version is not None:
         patch.status["schemaVersion"] = outcome.schema_version
-    patch.status["conditions"] = merge(status.get("conditions"), outcome.conditions, generation=generation)
+    patch.status["conditions"] = merge(status.get("conditions"), outcome.conditions, generation=generation,
+                                       now=k8s.timestamp())
 
 
 @kopf.on.resume(GROUP, VERSION, HIVE_CATALOG.plural)
@@ -171,7 +173,7 @@ def release(body: kopf.Body, name: str, namespace: str, patch: kopf.Patch, logge
         held = Condition.of(READY, False, reasons.DELETION_BLOCKED, message)
         others = [c for c in status.get("conditions") or () if c.get("type") != READY]
         patch.status["conditions"] = others + merge(status.get("conditions"), [held],
-                                                    generation=body.meta.get("generation"))
+                                                    generation=body.meta.get("generation"), now=k8s.timestamp())
         patch.status["phase"] = "Deleting"  # as the CRD documents the phases
         raise kopf.TemporaryError(message, delay=10)
     logger.info("HiveCatalog %s/%s released; its database and Secrets are kept", namespace, name)

@@ -65,7 +65,8 @@ def policy_status(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
     generation = body.meta.get("generation")
     patch.status["observedGeneration"] = generation
     patch.status["phase"] = phase
-    patch.status["conditions"] = merge((body.get("status") or {}).get("conditions"), [ready], generation=generation)
+    patch.status["conditions"] = merge((body.get("status") or {}).get("conditions"), [ready], generation=generation,
+                                       now=k8s.timestamp())
 
 
 def defaults() -> Defaults:

@@ -1,4 +1,4 @@
-"""The live ports of a TableReplica pass (reconcile/tablereplica.py's ReplicaPorts): its catalogs, the launcher
+"""The live ports of a TableReplica pass (act/tablereplica.py's ReplicaPorts): its catalogs, the launcher
 of each secondary's copies, and the storage of each cluster the pass may use, reached with that cluster's own
 credentials as `cluster_access` allowed (replication/routes.py)."""
 

@@ -46,7 +46,8 @@ from hivecat.reconcile.clusterstorage import Backend
 from hivecat.reconcile.conditions import Condition, merge
 from hivecat.reconcile.policy import Violation
 from hivecat.replication.registry import ClusterEntry, parse_registry_document
-from hivecat.reconcile.tablereplica import READY, Ended, SyncOutcome, sync_pass
+from hivecat.act.tablereplica import Ended, SyncOutcome, sync_pass
+from hivecat.reconcile.replica_status import READY
 from hivecat.replication.bookkeeping import forget
 from hivecat.replication.launch import RUNNING
 from hivecat.replication.routes import ClusterAccess
@@ -98,7 +99,8 @@ def startup_delay(uid: str, spread: float) -> float:
 
 
 def _conditions(body: kopf.Body, conditions: list[Condition]) -> list[dict[str, Any]]:
-    return merge((body.get("status") or {}).get("conditions"), conditions, generation=body.meta.get("generation"))
+    return merge((body.get("status") or {}).get("conditions"), conditions, generation=body.meta.get("generation"),
+                 now=k8s.timestamp())
 
 
 # --- syncs -------------------------------------------------------------------------------------------------

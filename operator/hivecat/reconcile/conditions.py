@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
@@ -28,19 +27,15 @@ class Condition:
         return cls(type_, TRUE if ok else FALSE, reason, message)
 
 
-def now_rfc3339() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def merge(previous: Sequence[Mapping[str, Any]] | None, current: Iterable[Condition], *, generation: int,
-          now: str | None = None) -> list[dict[str, Any]]:
+          now: str) -> list[dict[str, Any]]:
     """The conditions list to write: `current`, with transition times carried over where status held.
 
     Conditions the reconciler no longer states are dropped (their type no longer applies, e.g. SchemaReady
     after a switch to Glue). A type stated twice is written once, as last stated: the CRDs list conditions as
-    a map keyed by type, which the API server would refuse with duplicates.
+    a map keyed by type, which the API server would refuse with duplicates. `now`: the caller's clock (this
+    layer reads none), the lastTransitionTime of a condition whose status moved.
     """
-    stamp = now or now_rfc3339()
     before = {c.get("type"): c for c in previous or ()}
     latest: dict[str, Condition] = {}
     for condition in current:
@@ -55,7 +50,7 @@ def merge(previous: Sequence[Mapping[str, Any]] | None, current: Iterable[Condit
             "status": condition.status,
             "reason": condition.reason,
             "message": condition.message[:MAX_MESSAGE],
-            "lastTransitionTime": stamp if moved else (old.get("lastTransitionTime") or stamp),
+            "lastTransitionTime": now if moved else (old.get("lastTransitionTime") or now),
             "observedGeneration": generation,
         })
     return merged

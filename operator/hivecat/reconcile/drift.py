@@ -4,13 +4,13 @@ and how a scan reads in status.drift and in the Drifted condition. Pure: no I/O,
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 from hivecat import reasons
 from hivecat.catalog.drift import DriftScan
-from hivecat.catalog.model import Refusal
+from hivecat.catalog.model import Refusal, RelocationReport
 from hivecat.locations.prefix import InvalidLocation, LocationPrefix, parse_prefix, same_family
 from hivecat.reconcile.conditions import FALSE, TRUE, UNKNOWN, Condition
 from hivecat.specs.clusterstorage import ClusterStorageSpec, overlapping
@@ -63,6 +63,47 @@ def rfc3339(moment: datetime) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+REPAIR_FIELDS = ("lastRepairRunId", "lastRepairTime", "lastRepairRewritten")  # status.drift: the last repair's
+
+
+def repair_withheld(label: str, journaled_elsewhere: bool, journal_configured: bool) -> str | None:
+    """Why a drifted backend is reported but not repaired (status.drift.pendingRepair), or None: repair it. A
+    Glue or Thrift catalog's relocations are journaled in the operator's journal database; without it, none."""
+    if journaled_elsewhere and not journal_configured:
+        return (f"{label}: repairs of a {label} catalog are journaled in the operator's journal database, which is "
+                "not configured (Helm value journal.urlSecretRef); drift is reported only")
+    return None
+
+
+def drift_report(scan: DriftScan, *, repair: str, scanned_at: datetime, last_drift: Mapping[str, Any] | None,
+                 repairs: Sequence[str] = (), rewritten: int = 0, withheld: Sequence[str] = ()) -> dict[str, Any]:
+    """status.drift after a pass: what `scan` (every backend's, merged) shows, and the last repair: this pass's
+    (`repairs`: its run ids, `rewritten` locations) or, when it made none, the one status showed."""
+    drift = drift_status(scan, repair=repair, scanned_at=scanned_at)
+    for key in REPAIR_FIELDS:
+        if key in (last_drift or {}):
+            drift.setdefault(key, (last_drift or {})[key])
+    if repairs:
+        drift.update(lastRepairRunId=repairs[-1], lastRepairTime=rfc3339(scanned_at), lastRepairRewritten=rewritten)
+    if withheld:
+        drift["pendingRepair"] = "; ".join(withheld)
+    return drift
+
+
+def repair_events(label: str, runs: Sequence[RelocationReport]) -> list[tuple[str, str, str]]:
+    """The Events of a backend's repairs, one per run: (type, reason, message)."""
+    events = []
+    for report in runs:
+        counts = ", ".join(f"{kind.value} {c.rewritten}" for kind, c in sorted(report.counts.items(),
+                                                                               key=lambda kv: kv[0].value)
+                           if c.rewritten)
+        events.append(("Normal", reasons.DRIFT_REPAIRED,
+                       f"{label}: rewrote {report.rewritten} locations from {report.old_prefix} to "
+                       f"{report.new_prefix} ({counts or 'none'}) in run {report.run_id}; an undo of that run "
+                       "restores them"))
+    return events
 
 
 def _refusal(refusal: Refusal) -> dict[str, Any]:

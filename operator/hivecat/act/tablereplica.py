@@ -1,0 +1,346 @@
+"""A TableReplica's sync pass, carried out through `ReplicaPorts`: resolve (catalog backends, cluster registry,
+primary and active cluster) → for each secondary: plan → read the end of the copy an earlier pass started →
+check the units on the secondary → start a copy of those that need it (never waiting for it: a later pass
+reads its end) → record the verified units in the catalog → housekeep → status (reconcile/replica_status.py).
+What each step decides is reconcile/tablereplica.py's, without I/O.
+
+Copies go from the active cluster (the primary until a failover) to each other cluster named. Nothing is
+recorded from a launcher's word: only units the check finds whole and current on the secondary, and only
+while the unit's location in the catalog is still the one the copy was made from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+from hivecat import reasons
+from hivecat.apierrors import SecretUnavailable
+from hivecat.catalog.base import Catalog
+from hivecat.catalog.connect import CatalogUnavailable, first_line
+from hivecat.catalog.journal import JournalUnavailable
+from hivecat.catalog.model import RelocationReport
+from hivecat.copy.errors import CopyInputError
+from hivecat.copy.plan import CopyPlan
+from hivecat.copy.storage import Storage, parse_uri
+from hivecat.locations.partition_filter import FilterError
+from hivecat.reconcile.clusterstorage import Backend
+from hivecat.reconcile.conditions import Condition
+from hivecat.reconcile.replica_status import (IN_SYNC, READY, SecondaryOutcome, first_of, replica_conditions,
+                                              replica_status, sync_event)
+from hivecat.reconcile.tablereplica import (Access, access_refused, copy_targets, lag_seconds, owner_of,
+                                            require_access, resolve_clusters, unverified)
+from hivecat.replication.bookkeeping import bookkeeping, read_only_marks
+from hivecat.replication.failover import (FAILBACK_DIR, Moved, Switch, SwitchRefused, check_switch,
+                                         relocate_changed, switch_locations)
+from hivecat.replication.housekeeping import HousekeepingReport, housekeep
+from hivecat.replication.launch import CANCELLED, WAITING, Launcher, LaunchResult
+from hivecat.replication.placement import cluster_of
+from hivecat.replication.planner import PlanRefused, ReplicaPlan, ReplicaScope, on_secondary, plan_replica
+from hivecat.replication.registry import ClusterEntry
+from hivecat.replication.verify import NOT_OWNED, SOURCE_MISSING, UNREADABLE, check_units
+from hivecat.specs.errors import SpecInvalid
+from hivecat.specs.tablereplica import TableReplicaSpec
+
+
+MAX_RUN_IDS = 64  # of a switch's relocation runs in status (the CRD's maxItems); a failback runs one per changed unit
+
+
+class ReplicaPorts(Protocol):
+    """What a pass reads and runs; the live implementation is in handlers/, tests bring their own."""
+
+    def open(self, backend: Backend) -> Catalog: ...  # raises CatalogUnavailable or SecretUnavailable
+    def launcher(self, secondary: ClusterEntry) -> Launcher: ...
+    def storage(self) -> Storage: ...
+
+
+def sync_secondary(spec: TableReplicaSpec, catalogs: Sequence[Catalog], source: ClusterEntry,
+                   secondary: ClusterEntry, ports: ReplicaPorts, now: datetime, stopped: Callable[[], bool],
+                   run_id: str = "", ended: Ended | None = None) -> tuple[SecondaryOutcome, ReplicaPlan | None]:
+    """One secondary brought in sync and recorded. `catalogs[0]` is planned from; bookkeeping goes to each.
+    `ended`: the end of this sync's copy to it, read (and its units recorded) by an earlier pass of the sync."""
+    out = SecondaryOutcome(secondary.name)
+    scope = ReplicaScope(spec.database, spec.table, spec.partition_filter, spec.most_recent)
+    try:
+        planned = plan_replica(catalogs[0], scope, source, secondary)
+    except (PlanRefused, CopyInputError) as refused:
+        out.error = getattr(refused, "message", str(refused))
+        return out, None
+    table = catalogs[0].get_table(spec.database, spec.table)
+    out.location = on_secondary(table.location if table else None, source, secondary)
+    out.units_total = len(planned.plan.units)
+    storage = ports.storage()
+    owner = owner_of(spec)
+    launcher = ports.launcher(secondary)
+    earlier = launcher.observe()  # read before the check: a run that ended is judged by the check below
+    checks = check_units(planned.plan.units, storage, spec.copy.verify, owner=owner)
+    if earlier is None and ended is not None:
+        earlier = ended.launch
+    if earlier is not None and earlier.finished:
+        out.launch = earlier
+        out.unverified = unverified(earlier, checks)
+    elif earlier is not None:
+        out.copying = earlier  # its units are checked when it has ended
+    copyable = [c.unit for c in checks if c.copyable]
+    if copyable and out.copying is None and out.launch is None and not stopped():  # one copy per sync
+        started = launcher.start(CopyPlan(tuple(copyable), owner), spec.copy)
+        if started.finished:  # a launcher that runs to the end (the demo, the CLI), or one that could not start
+            out.launch = started
+            again = {c.unit.id: c for c in check_units(copyable, storage, spec.copy.verify, owner=owner)}
+            checks = [again.get(c.unit.id, c) for c in checks]
+            out.unverified = sum(not c.in_sync for c in again.values())
+        else:
+            out.copying = started
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    book = bookkeeping(secondary.name, planned.refs, checks, stamp)
+    conflicted: set[str] = set()
+    unit_of = {ref.values: uid for uid, ref in planned.refs.items()}
+    for catalog in catalogs:
+        written = catalog.update_unit_params(spec.database, spec.table, book.updates)
+        for values, why in (*written.conflicts, *written.failed):  # either way: not recorded
+            uid = unit_of.get(tuple(values) if values is not None else None, str(values))
+            conflicted.add(uid)
+            out.conflicts.append(f"{uid}: {why}")
+    out.recorded, out.cleared = book.recorded + (ended.recorded if ended else 0), book.cleared
+    in_sync = [c for c in checks if c.in_sync and c.unit.id not in conflicted]
+    out.units_in_sync, out.bytes_in_sync = len(in_sync), sum(c.bytes for c in in_sync)
+    out.refused = [f"{c.unit.id}: {c.reason}" for c in checks if c.state in (NOT_OWNED, SOURCE_MISSING, UNREADABLE)]
+    out.outside = [f"{uid} at {location}" for uid, location in planned.outside]
+    out.lag_seconds = lag_seconds(checks, now)
+    if table is not None and table.partition_keys and out.location and not stopped():
+        out.housekeeping = _housekeep(spec, catalogs[0], planned, source, secondary, table.partition_keys,
+                                      out.location, storage, now, run_id)
+    return out, planned
+
+
+def _housekeep(spec: TableReplicaSpec, catalog: Catalog, planned: ReplicaPlan, source: ClusterEntry,
+               secondary: ClusterEntry, keys: Sequence[str], table_copy: str, storage: Storage, now: datetime,
+               run_id: str) -> HousekeepingReport:
+    """Copies on the secondary of units gone from the table: marked, removed after spec.housekeeping.delay.
+    Every unit of the table protects its own location and its copy's, in scope or not."""
+    whole = planned
+    if spec.partition_filter is not None or spec.most_recent is not None:
+        whole = plan_replica(catalog, ReplicaScope(spec.database, spec.table), source, secondary)
+    live = [location for u in whole.plan.units for location in (u.source, u.target)]
+    for _, location in whole.outside:
+        try:
+            live.append(parse_uri(location or "", "a unit's location"))
+        except CopyInputError:
+            continue  # not a location a copy can be below
+    return housekeep(storage, parse_uri(table_copy, "the table's copy"), len(keys), spec.qualified_table, live, now,
+                     spec.housekeeping_delay, run_id, owner=owner_of(spec))
+
+
+# --- the whole pass ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ended:
+    """The end of a sync's copy to a secondary, as an earlier pass of the sync read it."""
+
+    launch: LaunchResult
+    recorded: int  # units that pass and those before it recorded
+
+
+@dataclass
+class SyncOutcome:
+    conditions: list[Condition] = field(default_factory=list)
+    status: dict[str, Any] = field(default_factory=dict)
+    events: list[tuple[str, str, str]] = field(default_factory=list)  # (type, reason, message)
+    failed: bool = False  # retried with backoff rather than at the next interval
+    secondaries: list[SecondaryOutcome] = field(default_factory=list)  # what each copy target got (metrics)
+    relocations: list[RelocationReport] = field(default_factory=list)  # the switch's runs, if any (metrics)
+    in_flight: bool = False  # a copy runs (or waits to start): a pass soon after its end reads it
+    started: datetime | None = None  # when the sync began (its first pass)
+
+    @property
+    def waiting(self) -> bool:
+        """In flight, but some copy has not started yet (no Local slot, an earlier workload being deleted), or
+        the failback's copy runs: worth a look soon, where a running copy's end announces itself."""
+        copying = [o.copying for o in self.secondaries if o.copying is not None]
+        return self.in_flight and (not copying or any(c.outcome == WAITING for c in copying))
+
+    @property
+    def ended(self) -> dict[str, Ended]:
+        """The ends of copies read so far in this sync, per secondary: for its next pass."""
+        return {o.cluster: Ended(o.launch, o.recorded) for o in self.secondaries if o.launch is not None}
+
+
+def sync_pass(spec: TableReplicaSpec, backends: Sequence[Backend], clusters: Mapping[str, ClusterEntry],
+              ports: ReplicaPorts, run_id: str, *, known_primary: str | None = None, journal_configured: bool = True,
+              access: Access | None = None, stopped: Callable[[], bool] = lambda: False,
+              clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+              ended: Mapping[str, Ended] | None = None, started: datetime | None = None) -> SyncOutcome:
+    """Switch the locations where spec.active asks (gated), then sync from where they point. `known_primary`:
+    status.primary; `journal_configured`: whether Glue/Thrift relocations have a durable journal; `access`:
+    per cluster, how the namespace may reach it or why it may not (reconcile.access.cluster_access; None: every
+    cluster, as the CLI and the demo run it). A cluster the pass may not use is neither read nor written: the
+    pass stops when it is where the locations point (or must point), and skips it as a secondary.
+
+    A sync may take several passes: one starts the copies, the next ones read their ends. Those passes continue
+    the sync `run_id` that began at `started`, with `ended`: per secondary, the copy's end an earlier pass of it
+    read (SyncOutcome.ended holds them for the next pass)."""
+    out = SyncOutcome()
+    opened: list[Catalog] = []
+    try:
+        for backend in backends:
+            opened.append(ports.open(backend))
+        journaled = journal_configured or not any(b.journaled_elsewhere for b in backends)
+        return _sync(spec, opened, clusters, ports, run_id, known_primary, journaled, stopped, clock, out,
+                     access, ended or {}, started)
+    except (CatalogUnavailable, SecretUnavailable) as error:
+        return _not_ready(out, error.reason, error.message, failed=True)
+    except SpecInvalid as invalid:
+        # What the spec names is not (yet) in the catalog: the table, its cluster. Applied together (GitOps),
+        # the TableReplica is often first; retried with backoff, never parked until the spec changes.
+        return _not_ready(out, invalid.reason, invalid.message, failed=True, phase="Pending")
+    except PlanRefused as refused:  # e.g. the table gone while a switch was checked
+        return _not_ready(out, refused.reason, refused.message, failed=True)
+    except JournalUnavailable as error:  # a switch needs the journal; the message says what to grant
+        return _not_ready(out, error.reason, str(error), failed=True)
+    except FilterError as error:  # the filter's grammar depends on the table's key types: known only here
+        return _not_ready(out, reasons.INVALID_FILTER, f"spec.partitions.filter: {error}")
+    except (LookupError, ValueError, OSError, CopyInputError) as error:
+        # e.g. the table dropped between plan and record, a storage that stopped answering: the pass fails
+        # with the reason in status and is retried with backoff, never a traceback in the operator's log
+        return _not_ready(out, reasons.SYNC_ERROR, f"{type(error).__name__}: {error}", failed=True)
+    except SQLAlchemyError as error:  # a journal or metastore database that stopped answering mid-pass
+        detail = first_line(error.orig) if isinstance(error, DBAPIError) else type(error).__name__
+        return _not_ready(out, reasons.DATABASE_UNREACHABLE, f"a database of the pass failed: {detail}", failed=True)
+    finally:
+        for catalog in opened:
+            close = getattr(catalog, "close", None)
+            if close is not None:
+                close()
+
+
+def _not_ready(out: SyncOutcome, reason: str, message: str, failed: bool = False,
+               phase: str | None = None) -> SyncOutcome:
+    """failed: retried with backoff; else parked ("Invalid") until the spec changes."""
+    out.conditions = [Condition.of(READY, False, reason, message), Condition(IN_SYNC, "Unknown", reason, message)]
+    out.status["phase"] = phase or ("Degraded" if failed else "Invalid")
+    out.failed = failed
+    return out
+
+
+def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str, ClusterEntry],
+          ports: ReplicaPorts, run_id: str, known_primary: str | None, journaled: bool,
+          stopped: Callable[[], bool], clock: Callable[[], datetime], out: SyncOutcome,
+          access: Access | None, ended: Mapping[str, Ended], sync_started: datetime | None) -> SyncOutcome:
+    table = catalogs[0].get_table(spec.database, spec.table)
+    if table is None:
+        raise SpecInvalid(reasons.TABLE_NOT_FOUND, f"table {spec.qualified_table} does not exist in the catalog")
+    resolved = resolve_clusters(spec, clusters, table.location, known_primary)
+    current_name = cluster_of(table.location, clusters)
+    if current_name is None or current_name not in {c.name for c in resolved.named}:
+        raise SpecInvalid(reasons.ACTIVE_UNKNOWN, f"the location of {spec.qualified_table} ({table.location}) is on none of "
+                                           "the clusters this TableReplica names")
+    current = clusters[current_name]
+    require_access(access, current.name)
+    if current.name != resolved.active.name:
+        require_access(access, resolved.active.name)
+    switch_refused = None
+    if current.name != resolved.active.name:
+        switch = Switch(current, resolved.active, failback=resolved.active.name == resolved.primary.name,
+                        home=f"{spec.namespace}/{spec.name}")
+        try:
+            if not journaled:
+                raise SwitchRefused(reasons.JOURNAL_NOT_CONFIGURED, "relocations of a Glue or Thrift catalog are journaled "
+                                    "in the operator's journal database, which is not configured (Helm value "
+                                    "journal.urlSecretRef): the table stays where it is")
+            _switch(spec, catalogs, switch, ports, clock, stopped, out)
+            current = resolved.active
+            table = catalogs[0].get_table(spec.database, spec.table) or table
+        except SwitchWaiting as waiting:
+            switch_refused = Condition.of(READY, False, waiting.reason, waiting.message)
+            out.in_flight = True
+        except SwitchRefused as refused:
+            switch_refused = Condition.of(READY, False, refused.reason, refused.message)
+            out.events.append(("Warning", refused.reason, refused.message))
+            out.status["phase"] = "Degraded"
+    started = sync_started or clock()
+    outcomes = []
+    for target in copy_targets(resolved, current):
+        if stopped():
+            break
+        denied = access_refused(access, target.name)
+        if denied is not None:  # the policy narrowed: nothing written there any more, nothing deleted
+            outcomes.append(SecondaryOutcome(target.name, error=f"{denied.reason}: {denied.message}"))
+            continue
+        outcome, _ = sync_secondary(spec, catalogs, current, target, ports, clock(), stopped, run_id,
+                                    ended.get(target.name))
+        outcomes.append(outcome)
+    out.secondaries, out.started = outcomes, started
+    cancelled = any(o.launch is not None and o.launch.outcome == CANCELLED for o in outcomes)
+    out.in_flight = out.in_flight or any(o.copying is not None for o in outcomes)
+    out.status = {**replica_status(resolved.primary, current, table.location, outcomes, run_id, started, clock()),
+                  **out.status}
+    out.conditions = replica_conditions(spec, current, outcomes, switch_refused)
+    out.failed = any(o.state == "Failed" for o in outcomes) and not cancelled
+    if not cancelled and not out.in_flight:  # one Event per sync, when its copies have ended
+        out.events.append(sync_event(run_id, outcomes))
+    return out
+
+
+def _switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: Switch, ports: ReplicaPorts,
+            clock: Callable[[], datetime], stopped: Callable[[], bool], out: SyncOutcome) -> None:
+    """Check the gate on the first backend; on failback copy the units changed while failed over to new
+    directories on the primary and verify them; then relocate on each backend (the same table in every one)."""
+    scope = ReplicaScope(spec.database, spec.table, spec.partition_filter, spec.most_recent)
+    plan = check_switch(catalogs[0], scope, switch, ports.storage(), spec.copy.verify, owner=owner_of(spec))
+    if plan.changed:
+        _copy_changed(spec, plan.changed, switch, ports, stopped)
+    runs = [report for catalog in catalogs for report in relocate_changed(catalog, scope, plan.changed)]
+    runs += [report for catalog in catalogs for report in switch_locations(catalog, scope, switch)]
+    out.relocations.extend(runs)
+    for catalog in catalogs:  # for cooperating writers: where not to write any more (not enforced)
+        catalog.update_unit_params(spec.database, spec.table, [read_only_marks(switch.source.name,
+                                                                               switch.target.name)])
+    word, reason = ("failed back", reasons.FAILED_BACK) if switch.failback else ("failed over", reasons.FAILED_OVER)
+    copied = (f"; {len(plan.changed)} units changed while failed over were copied to new directories under "
+              f"{switch.target.filesystem.rstrip('/')}/{FAILBACK_DIR}/{switch.home} (their originals stay "
+              "as they were)" if plan.changed else "")
+    out.events.append(("Normal", reason, f"{spec.qualified_table} {word} from {switch.source.name} to "
+                                         f"{switch.target.name}: {plan.units} units verified, "
+                                         f"{sum(r.rewritten for r in runs)} locations rewritten in run(s) "
+                                         f"{', '.join(r.run_id for r in runs) or 'none'}{copied}; an undo of a "
+                                         "run restores its locations"))
+    out.status["lastFailoverTime"] = clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+    out.status["lastFailoverRunIds"] = [r.run_id for r in runs][:MAX_RUN_IDS]
+
+
+def _copy_changed(spec: TableReplicaSpec, changed: Sequence[Moved], switch: Switch, ports: ReplicaPorts,
+                  stopped: Callable[[], bool]) -> None:
+    """Copy, then verify from the data; SwitchRefused (nothing relocated) unless every new directory is whole."""
+    units = [m.unit for m in changed]
+    storage = ports.storage()
+    owner = owner_of(spec)
+    launcher = ports.launcher(switch.target)
+    earlier = launcher.observe()
+    if earlier is not None and not earlier.finished:
+        raise SwitchWaiting(reasons.FAILBACK_COPYING, f"the failback's copy to {switch.target.name} runs "
+                                                      f"({earlier.message or earlier.outcome}); the switch follows it")
+    pending = [c.unit for c in check_units(units, storage, spec.copy.verify, owner=owner) if not c.in_sync]
+    if pending and not stopped():  # a failback tried before may have copied some already
+        launch = launcher.start(CopyPlan(tuple(pending), owner), spec.copy)
+        if not launch.finished:
+            raise SwitchWaiting(reasons.FAILBACK_COPYING, f"the failback's copy of {len(pending)} units to "
+                                                          f"{switch.target.name} started ({launch.message or launch.outcome}); "
+                                                          "the switch follows it")
+        if launch.outcome == CANCELLED:
+            raise SwitchRefused(reasons.FAILBACK_CANCELLED, "the failback's copy was cancelled (the operator stopped); "
+                                                     "the next pass resumes it")
+    behind = [f"{c.unit.id}: {c.reason}" for c in check_units(units, storage, spec.copy.verify, owner=owner)
+              if not c.in_sync]
+    if behind:
+        raise SwitchRefused(reasons.FAILBACK_REFUSED, f"failback to {switch.target.name} refused, nothing was changed: "
+                                               f"{len(behind)} of {len(units)} units changed while failed over are "
+                                               f"not yet copied whole to new directories there: {first_of(behind)}")
+
+
+class SwitchWaiting(SwitchRefused):
+    """The switch waits for its copy, which runs: nothing was written, nothing is wrong."""
