@@ -104,13 +104,13 @@ def test_a_copy_workloads_plan_is_read_back_from_where_it_was_written_not_where_
     derived for it: the old code read the annotation's location and reported that plan's units."""
     from hivecat.copy.plan_store import plan_location, write_plan
     from hivecat.copy.storage import Storage
-    from hivecat.handlers.copy_launch import JOB, WorkloadLauncher
+    from hivecat.handlers.copy_launch import JOB, workload_launcher
     from hivecat.replication.registry import ClusterEntry
     from hivecat.workloads.copy_job import ANNOTATION_PLAN, ANNOTATION_PLAN_DIGEST
 
     secondary = ClusterEntry("dr", (tmp_path / "dr").as_uri())
     owner = {"metadata": {"namespace": "team-a", "name": "sales", "uid": "u-1"}}
-    launcher = WorkloadLauncher(JOB, owner, "lake", secondary, Storage(), expected="run-1")
+    launcher = workload_launcher(JOB, owner, "lake", secondary, Storage(), expected="run-1")
     ours = write_plan(Storage(), plan_location(secondary.filesystem, "team-a", "sales", "run-1"),
                       plan(tmp_path / "src", tmp_path / "dr" / "t"))
     other = CopyPlan((Unit("db.secret", parse_uri((tmp_path / "b" / "x").as_uri()),

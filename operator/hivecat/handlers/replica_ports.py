@@ -15,7 +15,7 @@ from hivecat.config import config
 from hivecat.copy.errors import CopyInputError
 from hivecat.copy.storage import S3Settings, Storage
 from hivecat.handlers import pools
-from hivecat.handlers.copy_launch import JOB, SPARK_APPLICATION, WorkloadLauncher
+from hivecat.handlers.copy_launch import JOB, SPARK_APPLICATION, workload_launcher
 from hivecat.handlers.ports import open_backend
 from hivecat.locations.prefix import storage_prefix
 from hivecat.reconcile.clusterstorage import Backend
@@ -48,7 +48,7 @@ class LiveReplicaPorts:
         workload = SPARK_APPLICATION if kind == "SparkApplication" else JOB
         expected = self.copying.get(secondary.name) if self.copying is not None else _copy_run_in_status(
             self.body, secondary.name)
-        return WorkloadLauncher(workload, self.body, self.catalog, secondary, self.storage(), expected)
+        return workload_launcher(workload, self.body, self.catalog, secondary, self.storage(), expected)
 
     def storage(self) -> RoutedStorage:
         """Each cluster this TableReplica may use, with its own credentials: read when the pass first reaches a

@@ -29,6 +29,7 @@ from hivecat.copy.storage import CREDENTIALS_DIR_ENV, ENDPOINT_ENVS, HADOOP_USER
 from hivecat.kinds import (CLUSTER_STORAGE, COMPONENT, GROUP, HIVE_CATALOG, LABEL_COMPONENT, LABEL_MANAGED_BY,
                            LABEL_PART_OF, MANAGED_BY, TABLE_REPLICA)
 from hivecat.replication.launch import distcp_args
+from hivecat.replication.launch.workload import ANNOTATION_PLAN, ANNOTATION_PLAN_DIGEST, ANNOTATION_RUN
 from hivecat.specs.tablereplica import CopySettings
 from hivecat.workloads.labels import MAX_NAME, label_value
 
@@ -50,9 +51,6 @@ TMP_VOLUME: Final = "tmp"
 # of at most 63 characters: copy objects of either kind take the same name, so both fit.
 MAX_COPY_NAME: Final = MAX_NAME - len("-ui-svc")
 LABEL_RUN: Final = f"{GROUP}/copy-run"
-ANNOTATION_RUN: Final = f"{GROUP}/copy-run-id"
-ANNOTATION_PLAN: Final = f"{GROUP}/copy-plan"
-ANNOTATION_PLAN_DIGEST: Final = f"{GROUP}/copy-plan-digest"
 RUNNING, SUCCEEDED, FAILED = "Running", "Succeeded", "Failed"
 VERIFY_MODES: Final = ("size", "checksum")
 ENGINES: Final = ("auto", "spark", "local")

@@ -7,8 +7,8 @@ never taken from here: the pass checks the units on the secondary afterwards (re
 outcome and the engine's summary only explain a failure.
 
 Launchers: `Local` (a child process of the operator, local.py; synchronous for the demo and the CLI), and the
-Kubernetes Job and SparkApplication launchers (launch/workload.py in the operator, which builds their objects
-with workloads/).
+Kubernetes Job and SparkApplication launcher (workload.py; its ports, which build the objects with workloads/
+and reach the API server, are the operator's: handlers/copy_launch.py).
 """
 
 from __future__ import annotations
