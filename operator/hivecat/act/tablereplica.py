@@ -34,7 +34,7 @@ from hivecat.reconcile.replica_status import (IN_SYNC, READY, SecondaryOutcome, 
                                               replica_status, sync_event)
 from hivecat.reconcile.tablereplica import (Access, access_refused, copy_targets, lag_seconds, owner_of,
                                             require_access, resolve_clusters, unverified)
-from hivecat.replication.bookkeeping import bookkeeping, read_only_marks
+from hivecat.replication.bookkeeping import bookkeeping, forget, read_only_marks
 from hivecat.replication.failover import (FAILBACK_DIR, Moved, Switch, SwitchRefused, check_switch,
                                          relocate_changed, switch_locations)
 from hivecat.replication.housekeeping import HousekeepingReport, housekeep
@@ -344,3 +344,41 @@ def _copy_changed(spec: TableReplicaSpec, changed: Sequence[Moved], switch: Swit
 
 class SwitchWaiting(SwitchRefused):
     """The switch waits for its copy, which runs: nothing was written, nothing is wrong."""
+
+
+# --- a deletion ----------------------------------------------------------------------------------------------
+
+@dataclass
+class Forgotten:
+    removed: int = 0  # units whose hivecat.replica.* keys of this TableReplica's clusters were removed
+    left: list[str] = field(default_factory=list)  # per backend that could not be opened: what stays there
+
+
+def forget_pass(spec: TableReplicaSpec, backends: Sequence[Backend], ports: ReplicaPorts) -> Forgotten:
+    """A TableReplica deleted while not failed over (no location depends on it): its bookkeeping leaves each
+    backend; data and locations stay. A backend that cannot be opened keeps its parameters, said in `left`."""
+    out = Forgotten()
+    for backend in backends:
+        try:
+            catalog = ports.open(backend)
+        except (CatalogUnavailable, SecretUnavailable) as error:
+            out.left.append(f"{backend.label}: {error.message}; the hivecat.replica.* parameters of "
+                            f"{spec.qualified_table} stay in the catalog, where `hivecat route` still counts those "
+                            "copies until the parameters are removed")
+            continue
+        try:
+            table = catalog.get_table(spec.database, spec.table)
+            if table is None:
+                continue
+            units = [(None, table.parameters)]  # the table's own keys (readOnly; all of them when unpartitioned)
+            if table.partition_keys:
+                units += [(tuple(p.values), p.parameters) for p in catalog.list_partitions(spec.database, spec.table)]
+            updates = forget(spec.clusters(), units)
+            if updates:
+                catalog.update_unit_params(spec.database, spec.table, updates)
+            out.removed += len(updates)
+        finally:
+            close = getattr(catalog, "close", None)
+            if close is not None:
+                close()
+    return out

@@ -21,23 +21,22 @@ import hashlib
 import logging
 import math
 import time
-from datetime import datetime, timezone
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 import kopf
 
 from hivecat import k8s, metrics, reasons
-from hivecat.catalog.base import Catalog
-from hivecat.catalog.connect import CatalogUnavailable
-from hivecat.copy.copier import new_run_id
+from hivecat.act.tablereplica import Ended, SyncOutcome, forget_pass, sync_pass
 from hivecat.config import config
+from hivecat.copy.copier import new_run_id
+from hivecat.handlers import pools, wakes
 from hivecat.handlers.clusterstorage import claim_of
 from hivecat.handlers.copy_launch import JOB, SPARK_APPLICATION
-from hivecat.handlers import pools, wakes
 from hivecat.handlers.policy import policy_of
-from hivecat.handlers.ports import catalog_backends, open_backend, registry_text
+from hivecat.handlers.ports import catalog_backends, registry_text
 from hivecat.handlers.replica_ports import LiveReplicaPorts
 from hivecat.kinds import COMPONENT, GROUP, LABEL_COMPONENT, LABEL_MANAGED_BY, MANAGED_BY, TABLE_REPLICA, VERSION
 from hivecat.reconcile.access import NamespacePolicy, check_table_replica, cluster_access, judged
@@ -45,11 +44,9 @@ from hivecat.reconcile.backoff import backoff
 from hivecat.reconcile.clusterstorage import Backend
 from hivecat.reconcile.conditions import Condition, merge
 from hivecat.reconcile.policy import Violation
-from hivecat.replication.registry import ClusterEntry, parse_registry_document
-from hivecat.act.tablereplica import Ended, SyncOutcome, sync_pass
 from hivecat.reconcile.replica_status import READY
-from hivecat.replication.bookkeeping import forget
 from hivecat.replication.launch import RUNNING
+from hivecat.replication.registry import ClusterEntry, parse_registry_document
 from hivecat.replication.routes import ClusterAccess
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.tablereplica import TableReplicaSpec, parse_table_replica
@@ -381,37 +378,11 @@ def release(body: kopf.Body, namespace: str, name: str, patch: kopf.Patch, logge
             patch.status["phase"] = "Deleting"
             raise kopf.TemporaryError(message, delay=10)
     pools.local_runs().cancel((namespace, name))  # its Jobs go with it (owned); its Local copies here
-    removed = 0
-    for backend in backends:
-        try:
-            catalog = open_backend(namespace, backend)
-        except (CatalogUnavailable, k8s.SecretUnavailable) as error:
-            # Not failed over, so no location depends on this TableReplica: it goes, and says what it left.
-            message = (f"{backend.label}: {error.message}; the hivecat.replica.* parameters of "
-                       f"{spec.qualified_table} stay in the catalog, where `hivecat route` still counts those "
-                       "copies until the parameters are removed")
-            kopf.event(body, type="Warning", reason=reasons.BOOKKEEPING_LEFT, message=message)
-            logger.warning("TableReplica %s/%s: %s", namespace, name, message)
-            continue
-        try:
-            removed += _forget(catalog, spec)
-        finally:
-            close = getattr(catalog, "close", None)
-            if close is not None:
-                close()
-    logger.info("TableReplica %s/%s: bookkeeping removed from %d units", namespace, name, removed)
+    forgotten = forget_pass(spec, backends, LiveReplicaPorts(body, spec.catalog, {}))
+    for message in forgotten.left:  # not failed over, so no location depends on this TableReplica: it goes
+        kopf.event(body, type="Warning", reason=reasons.BOOKKEEPING_LEFT, message=message)
+        logger.warning("TableReplica %s/%s: %s", namespace, name, message)
+    logger.info("TableReplica %s/%s: bookkeeping removed from %d units", namespace, name, forgotten.removed)
     metrics.forget(namespace, name, TABLE_REPLICA.kind)
 
-
-def _forget(catalog: Catalog, spec: TableReplicaSpec) -> int:
-    table = catalog.get_table(spec.database, spec.table)
-    if table is None:
-        return 0
-    units = [(None, table.parameters)]  # the table's own keys (readOnly; all of them when unpartitioned)
-    if table.partition_keys:
-        units += [(tuple(p.values), p.parameters) for p in catalog.list_partitions(spec.database, spec.table)]
-    updates = forget(spec.clusters(), units)
-    if updates:
-        catalog.update_unit_params(spec.database, spec.table, updates)
-    return len(updates)
 
