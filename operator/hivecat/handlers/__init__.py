@@ -8,7 +8,7 @@ import logging
 
 import kopf
 
-from hivecat import collector, metrics
+from hivecat import collector, log_writer, metrics
 from hivecat.config import config
 from hivecat.handlers import pools, storage, wakes
 from hivecat.kinds import FINALIZER, GROUP, KINDS, VERSION
@@ -35,6 +35,7 @@ def configure(settings: kopf.OperatorSettings, **_: object) -> None:
     for noisy in ("botocore", "boto3", "s3transfer", "urllib3", "kubernetes"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     logging.getLogger("kopf.objects").addFilter(_quiet_event_handlers)
+    log_writer.write_from_a_thread()  # the event loop never writes a line itself
     if config().metrics_port:
         metrics.serve(config().metrics_port)
     collector.settle_after_start()  # last: all that starting loaded is loaded now
