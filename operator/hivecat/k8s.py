@@ -26,6 +26,7 @@ from hivecat import reasons
 from hivecat.apierrors import NamespaceTerminating, NameTaken, SecretUnavailable
 from hivecat.config import config as hivecat_config
 from hivecat.kinds import LABEL_MANAGED_BY, MANAGED_BY
+from hivecat.timestamps import rfc3339
 
 __all__ = ["NameTaken", "NamespaceTerminating", "SecretUnavailable", "SecretValue", "apply", "delete", "get",
            "list_all", "list_labelled", "owned_by", "owner_uid", "patch_status", "read_secret", "read_secret_keys",
@@ -205,7 +206,7 @@ def delete(api_version: str, kind: str, namespace: str, name: str, owner: str) -
 
 def timestamp() -> str:
     """Now, as the API's time fields read (a condition's lastTransitionTime): RFC 3339, UTC, whole seconds."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(datetime.now(timezone.utc))
 
 
 def patch_status(kind: Any, namespace: str, name: str, status: Mapping[str, Any]) -> None:

@@ -87,7 +87,7 @@ def test_relative_and_from_imports_are_resolved() -> None:
 # (or inside its own package). Domain types live in the lowest package that needs them, so nothing imports
 # upward and no two packages import each other (design.md; issue 27).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("kinds", "reasons", "durations", "jvm"),
+    ("kinds", "reasons", "durations", "jvm", "timestamps"),
     ("apierrors", "config", "spark", "aws", "malloc", "collector", "log_writer"),
     ("locations",),
     ("copy", "catalog"),

@@ -45,6 +45,7 @@ from hivecat.replication.registry import ClusterEntry
 from hivecat.replication.verify import NOT_OWNED, SOURCE_MISSING, UNREADABLE, check_units
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.tablereplica import TableReplicaSpec
+from hivecat.timestamps import rfc3339
 
 
 MAX_RUN_IDS = 64  # of a switch's relocation runs in status (the CRD's maxItems); a failback runs one per changed unit
@@ -95,7 +96,7 @@ def sync_secondary(spec: TableReplicaSpec, catalogs: Sequence[Catalog], source: 
             out.unverified = sum(not c.in_sync for c in again.values())
         else:
             out.copying = started
-    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = rfc3339(now)
     book = bookkeeping(secondary.name, planned.refs, checks, stamp)
     conflicted: set[str] = set()
     unit_of = {ref.values: uid for uid, ref in planned.refs.items()}
@@ -309,7 +310,7 @@ def _switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: Switch,
                                          f"{sum(r.rewritten for r in runs)} locations rewritten in run(s) "
                                          f"{', '.join(r.run_id for r in runs) or 'none'}{copied}; an undo of a "
                                          "run restores its locations"))
-    out.status["lastFailoverTime"] = clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+    out.status["lastFailoverTime"] = rfc3339(clock())
     out.status["lastFailoverRunIds"] = [r.run_id for r in runs][:MAX_RUN_IDS]
 
 

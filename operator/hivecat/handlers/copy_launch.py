@@ -65,15 +65,15 @@ class LiveWorkloadPorts:
             workload, owner, catalog, secondary, storage)
         self.namespace, self.uid = owner["metadata"]["namespace"], owner["metadata"]["uid"]
 
-    def get(self, workload: Workload, name: str) -> dict[str, Any] | None:
+    def get(self, name: str) -> dict[str, Any] | None:
         """The TableReplica's own workload; NameTaken when the name is someone else's object."""
-        found = k8s.get(workload.api_version, workload.kind, self.namespace, name)
+        found = k8s.get(self.workload.api_version, self.workload.kind, self.namespace, name)
         if found is not None and not k8s.owned_by(found, self.uid):
-            raise k8s.NameTaken(workload.kind, self.namespace, name)
+            raise k8s.NameTaken(self.workload.kind, self.namespace, name)
         return found
 
-    def delete(self, workload: Workload, name: str) -> None:
-        k8s.delete(workload.api_version, workload.kind, self.namespace, name, owner=self.uid)
+    def delete(self, name: str) -> None:
+        k8s.delete(self.workload.api_version, self.workload.kind, self.namespace, name, owner=self.uid)
 
     def apply(self, manifest: dict[str, Any]) -> None:
         try:

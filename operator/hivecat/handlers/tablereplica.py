@@ -50,6 +50,7 @@ from hivecat.replication.registry import ClusterEntry, parse_registry_document
 from hivecat.replication.routes import ClusterAccess
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.tablereplica import TableReplicaSpec, parse_table_replica
+from hivecat.timestamps import API_TIME
 
 TICK = 0.5  # the daemon's first look, after its spec handler (resume: the start-up spread) has run
 IDLE = 10.0  # the longest sleep: events wake the daemon; this bounds what no event announces
@@ -59,7 +60,6 @@ COPY_POLL = 1.0  # while a copy runs: a Local child's exit is seen by polling
 OBSERVE_SECONDS = 5.0
 RUNNING_SECONDS = 30.0
 _ended: set[tuple[str, str]] = set()  # (namespace, name) of TableReplicas whose copy Job has ended
-TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
 # --- the spec ----------------------------------------------------------------------------------------------
@@ -192,7 +192,7 @@ def _due_in(body: kopf.Body, memo: kopf.Memo) -> float:
     ended: float | None = memo.get("last_ended")
     last = status.get("lastRunTime")
     if last is not None:
-        ended = max(datetime.strptime(last, TIME_FORMAT).replace(tzinfo=timezone.utc).timestamp(), ended or 0.0)
+        ended = max(datetime.strptime(last, API_TIME).replace(tzinfo=timezone.utc).timestamp(), ended or 0.0)
     return 0.0 if ended is None else max(0.0, ended + memo["interval"] - now)
 
 
@@ -246,7 +246,7 @@ def _sync(body: kopf.Body, memo: kopf.Memo, stopped: Any, logger: logging.Logger
         status.pop("lastRunId", None)
         status.pop("lastRunTime", None)
     else:
-        status.setdefault("lastRunTime", datetime.now(timezone.utc).strftime(TIME_FORMAT))
+        status.setdefault("lastRunTime", k8s.timestamp())
         memo["last_ended"] = time.time()
     try:
         k8s.patch_status(TABLE_REPLICA, namespace, name, status)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from hivecat import reasons
@@ -14,6 +14,7 @@ from hivecat.catalog.model import Refusal, RelocationReport
 from hivecat.locations.prefix import InvalidLocation, LocationPrefix, parse_prefix, same_family
 from hivecat.reconcile.conditions import FALSE, TRUE, UNKNOWN, Condition
 from hivecat.specs.clusterstorage import ClusterStorageSpec, overlapping
+from hivecat.timestamps import rfc3339
 
 DRIFTED = "Drifted"
 JITTER = 0.1         # a scan is due within ±10% of the interval, the same offset every time for one resource
@@ -56,13 +57,6 @@ def next_scan_due(last_scan: float | None, interval: float, key: str, now: float
     digest = hashlib.sha256(key.encode()).digest()
     fraction = int.from_bytes(digest[:8], "big") / 2 ** 64  # [0, 1)
     return last_scan + interval * (1 + JITTER * (2 * fraction - 1))
-
-
-def rfc3339(moment: datetime) -> str:
-    """UTC, whole seconds, 'Z' (a naive datetime is taken as UTC)."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 REPAIR_FIELDS = ("lastRepairRunId", "lastRepairTime", "lastRepairRewritten")  # status.drift: the last repair's

@@ -14,6 +14,7 @@ from hivecat.replication.housekeeping import HousekeepingReport
 from hivecat.replication.launch import SUCCEEDED, WAITING, LaunchResult
 from hivecat.replication.registry import ClusterEntry
 from hivecat.specs.tablereplica import TableReplicaSpec
+from hivecat.timestamps import rfc3339
 
 READY, IN_SYNC, DEGRADED = "Ready", "InSync", "Degraded"
 SHOWN = 5  # unit ids named in a condition message
@@ -50,7 +51,7 @@ class SecondaryOutcome:
 def replica_status(primary: ClusterEntry, current: ClusterEntry, table_location: str | None,
                    outcomes: Sequence[SecondaryOutcome], run_id: str, started: datetime,
                    finished: datetime) -> dict[str, Any]:
-    stamp = finished.strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = rfc3339(finished)
     replicas: list[dict[str, Any]] = [{"cluster": current.name, "role": "Active", "location": table_location or ""}]
     if current.name != primary.name:  # failed over: the originals stay on the primary, not synced
         replicas.append({"cluster": primary.name, "role": "Primary"})
@@ -80,7 +81,7 @@ def replica_status(primary: ClusterEntry, current: ClusterEntry, table_location:
                               "unitsOutside": max((len(o.outside) for o in outcomes), default=0),
                               "inSync": f"{in_sync}/{len(outcomes)}",
                               "lag": format_duration(max(lags)) if lags else "", "replicas": replicas,
-                              "lastRunId": run_id, "lastRunTime": started.strftime("%Y-%m-%dT%H:%M:%SZ")}
+                              "lastRunId": run_id, "lastRunTime": rfc3339(started)}
     if in_sync == len(outcomes):
         status["lastSyncTime"] = stamp
     status["phase"] = "InSync" if in_sync == len(outcomes) else \

@@ -35,9 +35,9 @@ from hivecat.copy.listing import list_files
 from hivecat.copy.manifest import MANIFEST_NAME, check_manifest_size
 from hivecat.copy.owner import Owner, owner_seen_by, same_owner
 from hivecat.copy.storage import Location, Storage
+from hivecat.timestamps import API_TIME
 
 MARK_NAME = "_hivecat_dropped.json"
-TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
 @dataclass
@@ -146,7 +146,7 @@ def _read_mark(filesystem: pafs.FileSystem, copy: Location) -> datetime | None:
     with filesystem.open_input_stream(path) as stream:
         text = stream.read(4096)
     try:
-        since = datetime.strptime(json.loads(text)["since"], TIME_FORMAT)
+        since = datetime.strptime(json.loads(text)["since"], API_TIME)
     except (ValueError, KeyError, TypeError):
         return None  # unreadable: marked again from now, which only delays the removal
     return since.replace(tzinfo=timezone.utc)
@@ -154,7 +154,7 @@ def _read_mark(filesystem: pafs.FileSystem, copy: Location) -> datetime | None:
 
 def _write_mark(filesystem: pafs.FileSystem, copy: Location, unit: str, now: datetime, run_id: str,
                 owner: Owner | None) -> None:
-    body = {"since": now.strftime(TIME_FORMAT), "unit": unit, "run": run_id,
+    body = {"since": now.strftime(API_TIME), "unit": unit, "run": run_id,
             "owner": owner.to_dict() if owner is not None else None,
             "why": "the unit is gone from the table; hivecat removes this copy once the delay is over"}
     with filesystem.open_output_stream(copy.child(MARK_NAME).path) as stream:

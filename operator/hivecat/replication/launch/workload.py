@@ -64,10 +64,11 @@ class WorkloadRefused(Exception):
 
 
 class WorkloadPorts(Protocol):
-    """The API and the builder a WorkloadLauncher acts through, for one TableReplica and one secondary."""
+    """The API and the builder a WorkloadLauncher acts through, for one TableReplica, one secondary and one
+    kind of workload."""
 
-    def get(self, workload: Workload, name: str) -> dict[str, Any] | None: ...  # NameTaken: someone else's
-    def delete(self, workload: Workload, name: str) -> None: ...  # only the TableReplica's own object
+    def get(self, name: str) -> dict[str, Any] | None: ...  # NameTaken: someone else's
+    def delete(self, name: str) -> None: ...  # only the TableReplica's own object
     def apply(self, manifest: dict[str, Any]) -> None: ...  # WorkloadRefused
     # How to build a run's object, owned by the TableReplica: (run id, plan URI, plan digest) -> manifest.
     # SpecInvalid when the secondary's compute does not allow a run (read and checked before anything is written).
@@ -92,7 +93,7 @@ class WorkloadLauncher:
         its plan) until the next start deletes it; one status does not name was read before."""
         kind = self.workload.kind
         try:
-            obj = self.ports.get(self.workload, self.name)
+            obj = self.ports.get(self.name)
         except NameTaken as taken:  # replaced: not this TableReplica's to read or delete
             return LaunchResult(FAILED, taken.message)
         run_id = _run_id(obj)
@@ -109,13 +110,13 @@ class WorkloadLauncher:
     def start(self, plan: CopyPlan, copy: CopySettings) -> LaunchResult:
         kind = self.workload.kind
         try:
-            found = self.ports.get(self.workload, self.name)
+            found = self.ports.get(self.name)
             if found is not None:  # an earlier run's workload: a Job's template cannot change, the name is fixed
                 if (found.get("metadata") or {}).get("deletionTimestamp"):
                     return LaunchResult(WAITING, f"the previous copy {kind} {self.name} is being deleted")
                 if self.workload.state(found) == RUNNING:  # started by a pass whose status was not seen yet
                     return LaunchResult(RUNNING, f"{kind} {self.name} runs", _run_id(found))
-                self.ports.delete(self.workload, self.name)
+                self.ports.delete(self.name)
                 return LaunchResult(WAITING, f"the previous copy {kind} {self.name} is being deleted")
             build = self.ports.builder(copy)
             run_id = new_run_id()
