@@ -37,7 +37,7 @@ from hivecat.act.clusterstorage import register
 from hivecat.reconcile.clusterstorage import DRIFTED, READY, registration_of
 from hivecat.reconcile.conditions import Condition, find, kept, merge
 from hivecat.reconcile.policy import Violation
-from hivecat.replication.registry import ClusterEntry, cluster_entry, parse_registry_document
+from hivecat.replication.registry import ClusterEntry, RegistryDecision, cluster_entry, parse_registry_document
 from hivecat.specs.clusterstorage import ClusterStorageSpec, canonical_uri, parse_cluster_storage, previous_filesystems
 from hivecat.specs.errors import SpecInvalid
 
@@ -198,30 +198,54 @@ def _registration(body: kopf.Body, index: kopf.Index, policies: kopf.Index, *,
     """Register (or, leaving, unregister) this ClusterStorage; returns how to render the status it writes.
     Rendered onto the status as it is when written (k8s.write_status), so the Drifted condition and phase of
     a scan that wrote meanwhile stay, and this registration's Ready is never undone by a stale writer."""
-    namespace, name = body.meta.namespace, body.meta.name
-    status = dict(body.get("status") or {})
-    settings = config()
+    generation = body.meta.get("generation")
+    resolved = _resolve(body, leaving)
+    if not isinstance(resolved, tuple):
+        return resolved  # nothing to register: the status says why
+    spec, catalog_body = resolved
+    previous = previous_filesystems(spec, dict(body.get("status") or {}))
+    policy = policy_of(spec.namespace, policies)
+    own_refusal, audit = refusal_of(body, spec, policy, index, policies)
+    unchanged = _fields(observedGeneration=generation)
+    try:
+        decision = _register_catalog(body.meta.name, spec, catalog_body, previous, own_refusal, policy, index,
+                                     policies, leaving)
+    except k8s.NameTaken as taken:  # a ConfigMap of the registry's name that hivecat did not make
+        return unchanged if leaving else _not_registered(generation, "Invalid", Condition.of(
+            READY, False, taken.reason, taken.message))
+    if leaving:
+        return unchanged
+    ready = (Condition.of(READY, False, own_refusal.reason, own_refusal.message) if own_refusal is not None
+             else registration_of(spec.name, decision))
+    return _registered(generation, spec, previous, ready, audit)
+
+
+def _resolve(body: kopf.Body, leaving: bool) -> tuple[ClusterStorageSpec, Mapping[str, Any]] | Render:
+    """(the spec, its HiveCatalog), or the status to write when there is nothing to register."""
     generation = body.meta.get("generation")
     try:
-        spec = parse_cluster_storage(body, default_scan_interval=settings.drift_scan_seconds)
+        spec = parse_cluster_storage(body, default_scan_interval=config().drift_scan_seconds)
     except SpecInvalid as invalid:
         return _not_registered(generation, "Invalid", Condition.of(READY, False, invalid.reason, invalid.message))
     if spec.suspend and not leaving:
         return _fields(observedGeneration=generation, phase="Suspended")
-    unchanged = _fields(observedGeneration=generation)
-    catalog_body = k8s.get(HIVE_CATALOG.api_version, HIVE_CATALOG.kind, namespace, spec.catalog)
+    catalog_body = k8s.get(HIVE_CATALOG.api_version, HIVE_CATALOG.kind, spec.namespace, spec.catalog)
     if catalog_body is None:
-        missing = f"HiveCatalog {spec.catalog} does not exist in namespace {namespace}"
+        missing = f"HiveCatalog {spec.catalog} does not exist in namespace {spec.namespace}"
         return _not_registered(generation, "Pending", Condition.of(READY, False, reasons.CATALOG_NOT_FOUND, missing))
     if leaving and (catalog_body.get("metadata") or {}).get("deletionTimestamp"):
-        return unchanged  # the registry goes with its catalog
-    previous = previous_filesystems(spec, status)
-    policy = policy_of(namespace, policies)
-    own_refusal, audit = refusal_of(body, spec, policy, index, policies)
-    ports = LiveStoragePorts(namespace, catalog_body)
-    with _catalog_lock(namespace, spec.catalog):
-        bodies = [b for b in index.get((namespace, spec.catalog), ()) if not (leaving and
-                                                                             b["metadata"]["name"] == name)]
+        return _fields(observedGeneration=generation)  # the registry goes with its catalog
+    return spec, catalog_body
+
+
+def _register_catalog(name: str, spec: ClusterStorageSpec, catalog_body: Mapping[str, Any],
+                      previous: tuple[str, ...], own_refusal: Violation | None, policy: NamespacePolicy,
+                      index: kopf.Index, policies: kopf.Index, leaving: bool) -> RegistryDecision:
+    """The catalog's registry written again from its members, under the catalog's lock; the decision."""
+    ports = LiveStoragePorts(spec.namespace, catalog_body)
+    with _catalog_lock(spec.namespace, spec.catalog):
+        bodies = [b for b in index.get((spec.namespace, spec.catalog), ())
+                  if not (leaving and b["metadata"]["name"] == name)]
         current = ports.registry_document(spec.catalog)
 
         def refused(member: Mapping[str, Any], member_spec: ClusterStorageSpec) -> Violation | None:
@@ -229,15 +253,11 @@ def _registration(body: kopf.Body, index: kopf.Index, policies: kopf.Index, *,
                 return None if leaving else own_refusal
             return refusal_of(member, member_spec, policy, index, policies)[0]
         members = _members(bodies, name, previous, parse_registry_document(current), refused)
-        try:
-            decision = register(spec.catalog, members, ports, current)
-        except k8s.NameTaken as taken:  # a ConfigMap of the registry's name that hivecat did not make
-            return unchanged if leaving else _not_registered(generation, "Invalid", Condition.of(
-                READY, False, taken.reason, taken.message))
-    if leaving:
-        return unchanged
-    ready = (Condition.of(READY, False, own_refusal.reason, own_refusal.message) if own_refusal is not None
-             else registration_of(name, decision))
+        return register(spec.catalog, members, ports, current)
+
+
+def _registered(generation: Any, spec: ClusterStorageSpec, previous: tuple[str, ...], ready: Condition,
+                audit: Condition | None) -> Render:
     written = {"filesystem": spec.filesystem, "previousFilesystems": list(previous)} if ready.status == "True" \
         else {}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -22,7 +22,7 @@ from hivecat.handlers.policy import policy_of
 from hivecat.handlers.ports import LiveStoragePorts, catalog_backends
 from hivecat.kinds import CLUSTER_STORAGE
 from hivecat.reconcile.backoff import backoff
-from hivecat.act.clusterstorage import scan_pass
+from hivecat.act.clusterstorage import DriftOutcome, scan_pass
 from hivecat.reconcile.clusterstorage import DRIFTED, READY
 from hivecat.reconcile.conditions import Condition, find, kept, merge
 from hivecat.reconcile.drift import next_scan_due
@@ -61,47 +61,16 @@ def _interval(body: kopf.Body) -> float:
 
 
 def scan(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, policies: kopf.Index) -> None:
-    namespace, name = body.meta.namespace, body.meta.name
-    status = dict(body.get("status") or {})
-    settings = config()
+    """One scan (and repair): its outcome written as the Drifted condition and status.drift, its Events posted."""
     started = time.time()
-    try:
-        spec = parse_cluster_storage(body, default_scan_interval=settings.drift_scan_seconds)
-        catalog_body, backends = catalog_backends(namespace, spec.catalog, policy_of(namespace, policies),
-                                                  spec.metastore_access)
-    except SpecInvalid as invalid:
-        conditions = [Condition(DRIFTED, "Unknown", invalid.reason, invalid.message)]
-        outcome_phase, drift, events = "Degraded", None, []
-    else:
-        previous = tuple(status.get("previousFilesystems") or ())
-        with metrics.timed(CLUSTER_STORAGE.kind, "drift-scan"):
-            outcome = scan_pass(spec, previous, backends, LiveStoragePorts(namespace, catalog_body),
-                                journal_configured=settings.journal_url is not None, last_drift=status.get("drift"))
-        metrics.record_relocations(outcome.relocations)
-        conditions, outcome_phase, drift, events = outcome.conditions, outcome.phase, outcome.drift, outcome.events
-    failed = any(c.status == "Unknown" for c in conditions) or outcome_phase == "Degraded"
-    memo["scanned_at"] = started
-    if failed:  # one policy for every handler (reconcile/backoff.py), within the scan interval
-        memo["scan_failures"] = memo.get("scan_failures", 0) + 1
-        memo["retry_at"] = time.time() + backoff(memo["scan_failures"], _interval(body))
-    else:
-        memo.pop("scan_failures", None)
-        memo.pop("retry_at", None)
-    # The registration's conditions stay as it wrote them: Ready, and PolicyCompliant while the policy is only
-    # audited (a scan that dropped it hid the audit finding until the next registration). Rendered onto the
-    # status as it is when written: a registration that refused this cluster meanwhile is never undone.
-    def render(now: Mapping[str, Any]) -> dict[str, Any]:
-        registration = kept(now.get("conditions"), READY, reasons.POLICY_COMPLIANT)
-        out: dict[str, Any] = {"conditions": merge(now.get("conditions"), [*registration, *conditions],
-                                                   generation=body.meta.get("generation"), now=k8s.timestamp())}
-        if outcome_phase and (find(now.get("conditions"), READY) or {}).get("status") == "True":
-            out["phase"] = outcome_phase  # a refused (Invalid) cluster keeps its phase
-        if drift is not None:
-            out["drift"] = _replacing(now.get("drift") or {}, drift)
-        return out
-    k8s.write_status(CLUSTER_STORAGE, body, render)
-    for type_, reason, message in events:
+    outcome = _scanned(body, policies)
+    conditions, drift = outcome.conditions, outcome.drift
+    _note_scan(body, memo, started, failed=any(c.status == "Unknown" for c in conditions)
+               or outcome.phase == "Degraded")
+    k8s.write_status(CLUSTER_STORAGE, body, _render(body, conditions, outcome.phase, drift))
+    for type_, reason, message in outcome.events:
         kopf.event(body, type=type_, reason=reason, message=message)
+    namespace, name = body.meta.namespace, body.meta.name
     if drift is not None:
         metrics.record_drift(namespace, name, int(drift.get("driftedLocations") or 0))
         logger.info("drift scan of %s/%s: %s locations under a drift source", namespace, name,
@@ -109,6 +78,54 @@ def scan(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, policies: kop
     for condition in conditions:
         if condition.status == "Unknown" or (condition.type == READY and condition.status == "False"):
             metrics.record_error(CLUSTER_STORAGE.kind, condition.reason)
+
+
+def _scanned(body: kopf.Body, policies: kopf.Index) -> DriftOutcome:
+    """One scan through the catalog's backends (and its repairs)."""
+    namespace, status, settings = body.meta.namespace, dict(body.get("status") or {}), config()
+    try:
+        spec = parse_cluster_storage(body, default_scan_interval=settings.drift_scan_seconds)
+        catalog_body, backends = catalog_backends(namespace, spec.catalog, policy_of(namespace, policies),
+                                                  spec.metastore_access)
+    except SpecInvalid as invalid:
+        return DriftOutcome(conditions=[Condition(DRIFTED, "Unknown", invalid.reason, invalid.message)],
+                            phase="Degraded")
+    previous = tuple(status.get("previousFilesystems") or ())
+    with metrics.timed(CLUSTER_STORAGE.kind, "drift-scan"):
+        outcome = scan_pass(spec, previous, backends, LiveStoragePorts(namespace, catalog_body),
+                            journal_configured=settings.journal_url is not None, last_drift=status.get("drift"))
+    metrics.record_relocations(outcome.relocations)
+    return outcome
+
+
+def _note_scan(body: kopf.Body, memo: kopf.Memo, started: float, *, failed: bool) -> None:
+    """When the scan ran; a failed one is tried again after one policy's backoff for every handler
+    (reconcile/backoff.py), within the scan interval."""
+    memo["scanned_at"] = started
+    if failed:
+        memo["scan_failures"] = memo.get("scan_failures", 0) + 1
+        memo["retry_at"] = time.time() + backoff(memo["scan_failures"], _interval(body))
+    else:
+        memo.pop("scan_failures", None)
+        memo.pop("retry_at", None)
+
+
+def _render(body: kopf.Body, conditions: list[Condition], phase: str | None,
+            drift: dict[str, Any] | None) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """The status a scan writes, rendered onto the status as it is when written: a registration that refused
+    this cluster meanwhile is never undone. The registration's conditions stay as it wrote them: Ready, and
+    PolicyCompliant while the policy is only audited (a scan that dropped it hid the audit finding until the
+    next registration)."""
+    def render(now: Mapping[str, Any]) -> dict[str, Any]:
+        registration = kept(now.get("conditions"), READY, reasons.POLICY_COMPLIANT)
+        out: dict[str, Any] = {"conditions": merge(now.get("conditions"), [*registration, *conditions],
+                                                   generation=body.meta.get("generation"), now=k8s.timestamp())}
+        if phase and (find(now.get("conditions"), READY) or {}).get("status") == "True":
+            out["phase"] = phase  # a refused (Invalid) cluster keeps its phase
+        if drift is not None:
+            out["drift"] = _replacing(now.get("drift") or {}, drift)
+        return out
+    return render
 
 
 def _replacing(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:

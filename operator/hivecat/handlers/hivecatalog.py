@@ -27,12 +27,12 @@ from hivecat.handlers import pools, wakes
 from hivecat.handlers.policy import changes as policy_changes
 from hivecat.handlers.policy import policy_of
 from hivecat.handlers.ports import LivePorts
-from hivecat.reconcile.access import check_hive_catalog, judged
+from hivecat.reconcile.access import NamespacePolicy, check_hive_catalog, judged
 from hivecat.reconcile.backoff import backoff
 from hivecat.reconcile.conditions import Condition, merge
 from hivecat.act.hivecatalog import Pass
 from hivecat.reconcile.hivecatalog import READY, Outcome, previous_mode
-from hivecat.specs.hivecatalog import SpecInvalid, parse_hive_catalog
+from hivecat.specs.hivecatalog import HiveCatalogSpec, SpecInvalid, parse_hive_catalog
 
 TICK = 0.5  # the re-check daemon's shortest sleep; a pass runs only when one is due (memo['next_pass'])
 SLEEP = 2.0  # its longest: a CatalogPolicy's change wakes it (wakes.py); this bounds the time-based looks
@@ -41,54 +41,65 @@ POLICY_RECHECK = 30.0  # seconds: a look at the policy although none changed (a 
 
 def _pass(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, logger: logging.Logger,
           policies: kopf.Index) -> None:
-    lock = memo.setdefault("lock", threading.Lock())
-    with lock:
-        settings = config()
+    """parse → judge against the policy → run the pass → patch status → schedule the next one."""
+    with memo.setdefault("lock", threading.Lock()):
         status = dict(body.get("status") or {})
         policy = memo["policy_seen"] = policy_of(body.meta.namespace, policies)
         try:
-            spec = parse_hive_catalog(body, default_image=settings.metastore_image)
+            spec = parse_hive_catalog(body, default_image=config().metastore_image)
         except SpecInvalid as invalid:
             outcome = Outcome(mode=status.get("mode")).stop(invalid.reason, invalid.message)
         else:
             if spec.suspend:
                 patch.status["phase"] = "Suspended"
                 patch.status["observedGeneration"] = body.meta.get("generation")
-                memo["next_pass"] = time.monotonic() + settings.recheck_seconds
+                memo["next_pass"] = time.monotonic() + config().recheck_seconds
                 return
-            violation = check_hive_catalog(spec, policy)
-            refusal, audit = judged(violation, policy)
-            if violation is not None:
-                metrics.record_policy_violation(spec.namespace, HIVE_CATALOG.kind, violation.reason,
-                                                policy.enforcement)
-            named_image = ((body.spec.get("metastore") or {}).get("image")) or None
             try:
-                if refusal is not None:  # nothing read (no Secret, no probe), nothing applied
-                    outcome = Outcome(mode=status.get("mode")).stop(refusal.reason, refusal.message)
-                else:
-                    with metrics.timed(HIVE_CATALOG.kind, "check"):
-                        outcome = Pass(spec, previous_mode(status), LivePorts(body, spec, policy), policy.workloads,
-                                       named_image=named_image).run()
-                    if audit is not None:
-                        outcome.conditions.append(audit)
+                outcome = _checked(body, spec, policy, status)
             except k8s.NamespaceTerminating:  # everything here goes with the namespace: nothing to do
                 logger.debug("namespace %s is being deleted; no pass", spec.namespace)
-                memo["next_pass"] = time.monotonic() + settings.recheck_seconds
+                memo["next_pass"] = time.monotonic() + config().recheck_seconds
                 return
         _write_status(body, patch, status, outcome)
         for event in outcome.events:
             kopf.event(body, type=event.type, reason=event.reason, message=event.message)
-        ready = next((c for c in outcome.conditions if c.type == READY), None)
-        if ready is not None and ready.status != "True":
-            metrics.record_error(HIVE_CATALOG.kind, ready.reason)
-            logger.debug("HiveCatalog not ready: %s: %s", ready.reason, ready.message)
-        wait = outcome.retry_after if outcome.retry_after is not None else settings.recheck_seconds
-        if ready is not None and ready.status != "True" and outcome.retry_after is None:
-            memo["failures"] = memo.get("failures", 0) + 1  # one policy for every handler (reconcile/backoff.py)
-            wait = backoff(memo["failures"], settings.recheck_seconds)
-        else:
-            memo.pop("failures", None)
-        memo["next_pass"] = time.monotonic() + wait
+        _schedule(memo, outcome, logger)
+
+
+def _checked(body: kopf.Body, spec: HiveCatalogSpec, policy: NamespacePolicy, status: dict[str, Any]) -> Outcome:
+    """The pass, if the namespace's policy lets the catalog be: refused, nothing is read (no Secret, no probe)
+    and nothing applied."""
+    violation = check_hive_catalog(spec, policy)
+    refusal, audit = judged(violation, policy)
+    if violation is not None:
+        metrics.record_policy_violation(spec.namespace, HIVE_CATALOG.kind, violation.reason, policy.enforcement)
+    if refusal is not None:
+        return Outcome(mode=status.get("mode")).stop(refusal.reason, refusal.message)
+    named_image = ((body.spec.get("metastore") or {}).get("image")) or None
+    with metrics.timed(HIVE_CATALOG.kind, "check"):
+        outcome = Pass(spec, previous_mode(status), LivePorts(body, spec, policy), policy.workloads,
+                       named_image=named_image).run()
+    if audit is not None:
+        outcome.conditions.append(audit)
+    return outcome
+
+
+def _schedule(memo: kopf.Memo, outcome: Outcome, logger: logging.Logger) -> None:
+    """When the next pass is due: as the outcome asks, else at the re-check interval, or backing off while the
+    catalog is not Ready (one policy for every handler, reconcile/backoff.py)."""
+    recheck = config().recheck_seconds
+    ready = next((c for c in outcome.conditions if c.type == READY), None)
+    if ready is not None and ready.status != "True":
+        metrics.record_error(HIVE_CATALOG.kind, ready.reason)
+        logger.debug("HiveCatalog not ready: %s: %s", ready.reason, ready.message)
+    wait = outcome.retry_after if outcome.retry_after is not None else recheck
+    if ready is not None and ready.status != "True" and outcome.retry_after is None:
+        memo["failures"] = memo.get("failures", 0) + 1
+        wait = backoff(memo["failures"], recheck)
+    else:
+        memo.pop("failures", None)
+    memo["next_pass"] = time.monotonic() + wait
 
 
 def _write_status(body: kopf.Body, patch: kopf.Patch, status: dict[str, Any], outcome: Outcome) -> None:

@@ -204,13 +204,39 @@ def _interval(body: kopf.Body) -> float:
 
 
 def _sync(body: kopf.Body, memo: kopf.Memo, stopped: Any, logger: logging.Logger, indexes: Indexes) -> None:
+    """parse → the pass (which starts or reads copies) → when the next is due → patch status → Events."""
     namespace, name = body.meta.namespace, body.meta.name
     sync = memo.get("sync") if memo.get("copying") else None  # the sync whose copies this pass reads
     run_id = sync["run_id"] if sync else new_run_id()
+    outcome = _synced(body, run_id, stopped, sync, indexes)
+    if stopped():
+        return  # cancelled with the operator: the next start syncs again (units stay all-or-nothing)
+    _record(namespace, name, outcome, (sync or {}).get("ended", {}))
+    _schedule(memo, outcome, run_id)
+    status = dict(outcome.status)
+    status["conditions"] = _conditions(body, outcome.conditions)
+    if outcome.in_flight:  # lastRunId and lastRunTime name the last sync that ended: this one has not yet
+        status.pop("lastRunId", None)
+        status.pop("lastRunTime", None)
+    else:
+        status.setdefault("lastRunTime", k8s.timestamp())
+    try:
+        k8s.patch_status(TABLE_REPLICA, namespace, name, status)
+    except k8s.NamespaceTerminating:
+        return
+    for type_, reason, message in outcome.events:
+        kopf.event(body, type=type_, reason=reason, message=message)
+    logger.info("TableReplica %s/%s sync %s: %s", namespace, name, run_id, status.get("phase"))
+
+
+def _synced(body: kopf.Body, run_id: str, stopped: Any, sync: dict[str, Any] | None,
+            indexes: Indexes) -> SyncOutcome:
+    """One pass, if the spec parses and the namespace's policy admits it; a PolicyCompliant condition while
+    the policy is only audited."""
     audit: Condition | None = None
     try:
         spec = parse_table_replica(body)
-        policy = policy_of(namespace, indexes.policies)
+        policy = policy_of(spec.namespace, indexes.policies)
         audit = _admitted(spec, policy, indexes)
         backends, clusters = _resolve(spec, policy)
     except SpecInvalid as invalid:
@@ -223,9 +249,11 @@ def _sync(body: kopf.Body, memo: kopf.Memo, stopped: Any, logger: logging.Logger
             outcome = _pass(body, spec, backends, clusters, access, run_id, stopped, sync)
     if audit is not None:
         outcome.conditions.append(audit)
-    if stopped():
-        return  # cancelled with the operator: the next start syncs again (units stay all-or-nothing)
-    _record(namespace, name, outcome, (sync or {}).get("ended", {}))
+    return outcome
+
+
+def _schedule(memo: kopf.Memo, outcome: SyncOutcome, run_id: str) -> None:
+    """What the daemon keeps of a pass: the sync whose copies run, when to look again, the backoff."""
     memo["copying"] = outcome.in_flight
     memo["observe_at"] = time.time() + (OBSERVE_SECONDS if outcome.waiting else RUNNING_SECONDS)
     if outcome.in_flight:
@@ -234,27 +262,13 @@ def _sync(body: kopf.Body, memo: kopf.Memo, stopped: Any, logger: logging.Logger
                                     if o.copying is not None and o.copying.copy_run_id}}
     else:
         memo.pop("sync", None)
+        memo["last_ended"] = time.time()
     if outcome.failed:
         failures = memo.get("failures", 0) + 1
         memo["failures"], memo["retry_at"] = failures, time.time() + backoff(failures)
     else:
         memo.pop("failures", None)
         memo.pop("retry_at", None)
-    status = dict(outcome.status)
-    status["conditions"] = _conditions(body, outcome.conditions)
-    if outcome.in_flight:  # lastRunId and lastRunTime name the last sync that ended: this one has not yet
-        status.pop("lastRunId", None)
-        status.pop("lastRunTime", None)
-    else:
-        status.setdefault("lastRunTime", k8s.timestamp())
-        memo["last_ended"] = time.time()
-    try:
-        k8s.patch_status(TABLE_REPLICA, namespace, name, status)
-    except k8s.NamespaceTerminating:
-        return
-    for type_, reason, message in outcome.events:
-        kopf.event(body, type=type_, reason=reason, message=message)
-    logger.info("TableReplica %s/%s sync %s: %s", namespace, name, run_id, status.get("phase"))
 
 
 def _admitted(spec: TableReplicaSpec, policy: NamespacePolicy, indexes: Indexes) -> Condition | None:
@@ -362,21 +376,7 @@ def release(body: kopf.Body, namespace: str, name: str, patch: kopf.Patch, logge
     if not failed_over and not status.get("lastRunId"):
         return  # no sync ever got as far as the catalog: nothing recorded there
     if failed_over:
-        outcome = _pass(body, spec, backends, clusters, _access(spec, clusters, policy, indexes), new_run_id())
-        metrics.record_relocations(outcome.relocations)
-        for type_, reason, message in outcome.events:
-            if reason != reasons.SYNCED:  # a pass for the failback: its sync is not news
-                kopf.event(body, type=type_, reason=reason, message=message)
-        if outcome.status.get("active") != status["primary"]:
-            message = (f"{spec.qualified_table} is failed over to {outcome.status.get('active') or status['active']}: "
-                       f"set spec.active to {status['primary']} (or remove it) to fail back first; the deletion "
-                       "waits for the failback")
-            failback = next((c for c in outcome.conditions if c.type == READY and c.status != "True"), None)
-            if failback is not None and failback.reason not in (reasons.ACTIVE_AVAILABLE,):
-                message += f" ({failback.reason}: {failback.message})"
-            patch.status["conditions"] = _conditions(body, [Condition.of(READY, False, reasons.DELETION_BLOCKED, message)])
-            patch.status["phase"] = "Deleting"
-            raise kopf.TemporaryError(message, delay=10)
+        _fail_back_first(body, patch, spec, backends, clusters, _access(spec, clusters, policy, indexes))
     pools.local_runs().cancel((namespace, name))  # its Jobs go with it (owned); its Local copies here
     forgotten = forget_pass(spec, backends, LiveReplicaPorts(body, spec.catalog, {}))
     for message in forgotten.left:  # not failed over, so no location depends on this TableReplica: it goes
@@ -386,3 +386,24 @@ def release(body: kopf.Body, namespace: str, name: str, patch: kopf.Patch, logge
     metrics.forget(namespace, name, TABLE_REPLICA.kind)
 
 
+def _fail_back_first(body: kopf.Body, patch: kopf.Patch, spec: TableReplicaSpec, backends: tuple[Backend, ...],
+                     clusters: dict[str, ClusterEntry], access: dict[str, ClusterAccess | Violation]) -> None:
+    """A pass that fails back if spec.active names the primary again (gated, as always); the deletion waits
+    (kopf.TemporaryError) while the table is still failed over."""
+    status = body.get("status") or {}
+    outcome = _pass(body, spec, backends, clusters, access, new_run_id())
+    metrics.record_relocations(outcome.relocations)
+    for type_, reason, message in outcome.events:
+        if reason != reasons.SYNCED:  # a pass for the failback: its sync is not news
+            kopf.event(body, type=type_, reason=reason, message=message)
+    if outcome.status.get("active") == status["primary"]:
+        return
+    message = (f"{spec.qualified_table} is failed over to {outcome.status.get('active') or status['active']}: "
+               f"set spec.active to {status['primary']} (or remove it) to fail back first; the deletion "
+               "waits for the failback")
+    failback = next((c for c in outcome.conditions if c.type == READY and c.status != "True"), None)
+    if failback is not None and failback.reason not in (reasons.ACTIVE_AVAILABLE,):
+        message += f" ({failback.reason}: {failback.message})"
+    patch.status["conditions"] = _conditions(body, [Condition.of(READY, False, reasons.DELETION_BLOCKED, message)])
+    patch.status["phase"] = "Deleting"
+    raise kopf.TemporaryError(message, delay=10)
