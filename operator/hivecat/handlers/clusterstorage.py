@@ -151,7 +151,7 @@ async def registry_inputs(type: str, namespace: str, name: str, spec: kopf.Spec,
         _catalog_of.pop((namespace, name), None)
     else:
         _catalog_of[(namespace, name)] = catalog
-    wakes.wake_all(CLUSTER_STORAGE.kind, lambda key: key[1] == namespace and _catalog_of.get(key[1:]) in moved)
+    wakes.wake_namespace(CLUSTER_STORAGE.kind, namespace, lambda each: _catalog_of.get((namespace, each)) in moved)
 
 
 def refusal_of(body: Mapping[str, Any], spec: ClusterStorageSpec, policy: NamespacePolicy, index: kopf.Index,

@@ -44,7 +44,7 @@ _changes = [0]  # events of CatalogPolicies seen: what a decision read of them m
 async def policy_changed(**_: Any) -> None:
     _changes[0] += 1
     for kind in (HIVE_CATALOG.kind, CLUSTER_STORAGE.kind):  # what they may use is decided again
-        wakes.wake_all(kind)
+        wakes.wake_kind(kind)
 
 
 def changes() -> int:

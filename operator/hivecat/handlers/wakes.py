@@ -17,7 +17,10 @@ import kopf
 
 Key = tuple[str, str, str]  # kind, namespace, name
 
-_events: dict[Key, asyncio.Event] = {}
+# (kind, namespace) → name → its daemon's event: a wake of one namespace's daemons looks at those only, never
+# at every resource the operator serves (a ClusterStorage's event wakes its catalog's others: at 1,000
+# resources, scanning them all on each event was a third of a second of the event loop's start).
+_events: dict[tuple[str, str], dict[str, asyncio.Event]] = {}
 _loop: asyncio.AbstractEventLoop | None = None
 
 
@@ -33,14 +36,19 @@ class Sleeper:
     async def __aenter__(self) -> Sleeper:
         global _loop
         _loop = asyncio.get_running_loop()
-        _events[self.key] = self.event
+        kind, namespace, name = self.key
+        _events.setdefault((kind, namespace), {})[name] = self.event
         self._stop = asyncio.ensure_future(self.stopped.wait())
         self._stop.add_done_callback(lambda _: self.event.set())
         return self
 
     async def __aexit__(self, *_: object) -> None:
-        if _events.get(self.key) is self.event:
-            del _events[self.key]
+        kind, namespace, name = self.key
+        named = _events.get((kind, namespace), {})
+        if named.get(name) is self.event:
+            del named[name]
+            if not named:
+                del _events[(kind, namespace)]
         if self._stop is not None and not self._stop.done():
             self._stop.cancel()
 
@@ -56,16 +64,24 @@ class Sleeper:
 
 def wake(kind: str, namespace: str, name: str) -> None:
     """Wake that resource's daemon (none running: nothing happens). Any thread."""
-    event = _events.get((kind, namespace, name))
+    event = _events.get((kind, namespace), {}).get(name)
     if event is not None:
         _set(event)
 
 
-def wake_all(kind: str, where: Callable[[Key], bool] = lambda _: True) -> None:
-    """Wake every daemon of `kind` whose key `where` accepts. Any thread."""
-    for key, event in list(_events.items()):
-        if key[0] == kind and where(key):
+def wake_namespace(kind: str, namespace: str, where: Callable[[str], bool] = lambda _: True) -> None:
+    """Wake the daemons of `kind` in `namespace` whose name `where` accepts. Any thread."""
+    for name, event in list(_events.get((kind, namespace), {}).items()):
+        if where(name):
             _set(event)
+
+
+def wake_kind(kind: str) -> None:
+    """Wake every daemon of `kind` (what a CatalogPolicy grants may have changed anywhere). Any thread."""
+    for (each, _), named in list(_events.items()):
+        if each == kind:
+            for event in list(named.values()):
+                _set(event)
 
 
 def _set(event: asyncio.Event) -> None:
