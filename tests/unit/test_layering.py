@@ -174,3 +174,25 @@ def test_the_purity_check_sees_io() -> None:
     assert "imports hivecat.catalog.connect" in found and "imports time" in found
     assert "reads a clock (time.time())" in found and "reads a clock (datetime.now())" in found
     assert "defines ports (Ports)" in found
+
+
+HANDLER_LINES = 40  # a handler reads parse → decide/act → status; longer, a step belongs in a function of its own
+
+
+def long_functions(source: str, limit: int = HANDLER_LINES) -> list[tuple[str, int]]:
+    """(name, lines) of each function in `source` longer than `limit` lines (decorators not counted)."""
+    return [(node.name, node.end_lineno - node.lineno + 1) for node in ast.walk(ast.parse(source))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno is not None and node.end_lineno - node.lineno + 1 > limit]
+
+
+def test_handlers_stay_short() -> None:
+    found = {path.name: long for path in sorted((PACKAGE_DIR / "handlers").glob("*.py"))
+             if (long := long_functions(path.read_text()))}
+    assert not found, f"functions of handlers/ over {HANDLER_LINES} lines: {found}"
+
+
+def test_the_length_check_counts_lines() -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(HANDLER_LINES))
+    assert long_functions(f"def f():\n{body}\n") == [("f", HANDLER_LINES + 1)]
+    assert long_functions("async def g():\n    pass\n") == []
