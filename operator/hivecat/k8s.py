@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import functools
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -113,7 +114,11 @@ def owned_by(found: Mapping[str, Any], uid: str) -> bool:
     return labelled and any(ref.get("uid") == uid for ref in meta.get("ownerReferences") or ())
 
 
-APPLY_ATTEMPTS = 3  # of a pinned apply that meets a newer version
+APPLY_ATTEMPTS = 6  # of a pinned apply that meets a newer version
+# Seconds before the second attempt, doubling after each: a Deployment's controller writes a new one's status
+# several times in its first second, and three attempts in 0.2 s all met a newer version under load.
+APPLY_PAUSE = 0.05
+_pause = time.sleep  # pinned applies run on the kinds' pools, never on the event loop
 
 
 def apply(manifest: Mapping[str, Any]) -> dict[str, Any]:
@@ -152,6 +157,7 @@ def apply(manifest: Mapping[str, Any]) -> dict[str, Any]:
             except ApiException as error:
                 if error.status != 409 or attempt == APPLY_ATTEMPTS - 1:
                     raise
+            _pause(APPLY_PAUSE * 2 ** attempt)
             found = get(manifest["apiVersion"], manifest["kind"], namespace, name)
             if found is None or not owned_by(found, uid):
                 raise NameTaken(manifest["kind"], namespace, name)

@@ -44,9 +44,12 @@ class Resource:
         return Result(body)
 
 
-def use(monkeypatch: pytest.MonkeyPatch, resource: Resource) -> None:
+def use(monkeypatch: pytest.MonkeyPatch, resource: Resource) -> list[float]:
+    paused: list[float] = []
+    monkeypatch.setattr(k8s, "_pause", paused.append)
     monkeypatch.setattr(k8s, "_resource", lambda *_: resource)
     monkeypatch.setattr(k8s, "get", lambda *_: resource.versions[0] if resource.versions else None)
+    return paused
 
 
 def test_a_version_moved_meanwhile_is_read_again_and_applied_pinned_to_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -66,7 +69,10 @@ def test_an_object_that_is_no_longer_hivecats_is_never_applied_over(monkeypatch:
 
 def test_a_writer_that_keeps_moving_it_ends_in_the_conflict(monkeypatch: pytest.MonkeyPatch) -> None:
     resource = Resource([stored(str(v)) for v in range(10)], conflicts=10)
-    use(monkeypatch, resource)
+    paused = use(monkeypatch, resource)
     with pytest.raises(ApiException):
         k8s.apply(MANIFEST)
     assert len(resource.pins) == k8s.APPLY_ATTEMPTS
+    # a pause, growing, between attempts (a new Deployment's controller settles within a second or so)
+    assert paused == [k8s.APPLY_PAUSE * 2 ** n for n in range(k8s.APPLY_ATTEMPTS - 1)]
+    assert sum(paused) >= 1.0
