@@ -81,15 +81,18 @@ def test_a_launcher_that_reports_success_without_copies_records_nothing(lake) ->
     assert [r.get("lastOutcome") for r in out.status["replicas"]][1:] == ["Unverified", "Unverified"]
 
 
-def test_a_changed_source_file_makes_the_unit_stale_and_its_bookkeeping_goes_if_not_recopied(lake) -> None:
+def test_a_changed_source_file_makes_the_unit_stale_and_unrouted_if_not_recopied(lake) -> None:
     _, clusters, catalog, table_dir = lake
     run(replica(), catalog, clusters, InProcess())
+    verified = dict(catalog.params("2026-11-02"))
     changed = table_dir / "dt=2026-11-02" / "part-0.parquet"
     changed.write_bytes(b"new content, another size")
     os.utime(changed, ns=(1_700_000_000_000_000_000, 1_700_000_000_000_000_000))
     out = run(replica(), catalog, clusters, Liar(), "r2")
     assert replica_key("dr1", "location") not in catalog.params("2026-11-02")
     assert replica_key("dr1", "location") in catalog.params("2026-11-01")
+    for field in ("checksum", "syncedAt"):  # the last verified copy, for an unplanned failover
+        assert catalog.params("2026-11-02")[replica_key("dr1", field)] == verified[replica_key("dr1", field)]
     assert out.status["replicas"][1]["units"] == 2
     assert out.status["lag"] == format_duration(NOW.timestamp() - 1_700_000_000)
 

@@ -6,8 +6,12 @@ table (unpartitioned) or partition, so any client can see them and `hivecat rout
     hivecat.replica.<cluster>.checksum   the fingerprint of the copy's manifest (replication/verify.py)
 
 Written only for units verified in sync, and only while the unit's own location is still the one the copy
-was made from (compare-and-set in the catalog). A unit found not in sync loses its keys: a copy that no
-longer matches the source is not a copy a query or a failover may use. `SDS.LOCATION` is never touched here.
+was made from (compare-and-set in the catalog). A unit not known to be in sync loses its `location`: a copy
+that may no longer match the source is not one a query is routed to. Its `checksum` and `syncedAt` stay while
+they still describe a whole copy there -- the unit is out of date but its last verified copy is intact, or the
+source could not be read at all -- because that copy is what an unplanned failover takes when the primary is
+gone (replication/verify.py:check_copies judges it from itself). They go with the copy: when it is replaced,
+damaged, someone else's, or its source unit no longer exists. `SDS.LOCATION` is never touched here.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hivecat.catalog.model import UnitParams
+from hivecat.replication.unit_states import STALE, UNREADABLE
 
 if TYPE_CHECKING:  # not at run time: `hivecat route` reads the keys without loading the copy engine
     from hivecat.replication.planner import UnitRef
@@ -52,7 +57,7 @@ def read_only_marks(left: str, now_active: str) -> UnitParams:
 class Bookkeeping:
     updates: tuple[UnitParams, ...]
     recorded: int  # units newly recorded (or re-recorded with new content)
-    cleared: int   # units whose keys are removed
+    cleared: int   # units no longer recorded as in sync (their location removed)
 
 
 def bookkeeping(cluster: str, refs: Mapping[str, UnitRef], checks: Iterable[UnitCheck], now: str) -> Bookkeeping:
@@ -73,10 +78,22 @@ def bookkeeping(cluster: str, refs: Mapping[str, UnitRef], checks: Iterable[Unit
             recorded += 1
         elif check.adopting:
             continue  # the keys name the copy being adopted: kept until the next copy records its owner
+        elif _last_copy_intact(check, current.get(checksum_key)):
+            if location_key in current:
+                updates.append(UnitParams(ref.values, ref.location, {}, (location_key,)))
+                cleared += 1
         elif any(k in current for k in (location_key, synced_key, checksum_key)):
             updates.append(UnitParams(ref.values, ref.location, {}, unit_keys))
             cleared += 1
     return Bookkeeping(tuple(updates), recorded, cleared)
+
+
+def _last_copy_intact(check: UnitCheck, recorded: str | None) -> bool:
+    """Whether the copy the keys recorded may still be whole: out of date but the same copy (its manifest's
+    fingerprint unchanged and current), or not known at all (the source, or the copy, could not be read)."""
+    if recorded is None:
+        return False
+    return check.state == UNREADABLE or (check.state == STALE and check.copy_fingerprint == recorded)
 
 
 def forget(clusters: Sequence[str], units: Sequence[tuple[tuple[str, ...] | None, Mapping[str, str]]]

@@ -21,14 +21,16 @@ from dataclasses import dataclass
 from pyarrow import fs as pafs
 
 from hivecat.copy.copier import Copier, CopyOptions, UnitWork, root_refusal
+from hivecat.copy.listing import ManifestUnreadable, list_files, read_manifest
 from hivecat.copy.local_paths import LinkRefused
 from hivecat.copy.manifest import fingerprint
 from hivecat.copy.owner import Owner, foreign_files
 from hivecat.copy.plan import CopyPlan, Unit
-from hivecat.copy.storage import Storage
+from hivecat.copy.storage import Location, Storage
 from hivecat.copy.summary import FAILED
+from hivecat.copy.transfer import hash_file
+from hivecat.replication.unit_states import IN_SYNC, NOT_OWNED, SOURCE_MISSING, STALE, UNREADABLE
 
-IN_SYNC, STALE, NOT_OWNED, SOURCE_MISSING, UNREADABLE = "InSync", "Stale", "NotOwned", "SourceMissing", "Unreadable"
 CHECK_THREADS = 8  # units listed at once: listing is I/O (HDFS, S3 round trips), not CPU
 
 
@@ -42,6 +44,7 @@ class UnitCheck:
     checksum: str | None = None  # in sync: the fingerprint of the copy's manifest
     oldest_change_ns: int | None = None  # stale: mtime of the oldest source file not yet copied
     adopting: bool = False     # stale: an ownerless copy the bookkeeping names, taken over by the next copy
+    copy_fingerprint: str | None = None  # stale: the fingerprint of the whole (older) copy on the target, if any
 
     @property
     def in_sync(self) -> bool:
@@ -95,7 +98,8 @@ def _check(copier: Copier, storage: Storage, index: int, unit: Unit) -> UnitChec
         return UnitCheck(unit, NOT_OWNED, why, **counts)
     if work.needs_commit(delete=True):
         return UnitCheck(unit, STALE, _stale_reason(work), oldest_change_ns=_oldest_change(work),
-                         adopting=work.adopting, **counts)
+                         adopting=work.adopting, copy_fingerprint=fingerprint(work.manifest) if work.manifest else None,
+                         **counts)
     return UnitCheck(unit, IN_SYNC, checksum=fingerprint(work.manifest or {}), **counts)
 
 
@@ -115,3 +119,92 @@ def _stale_reason(work: UnitWork) -> str:
 def _oldest_change(work: UnitWork) -> int | None:
     changed = [work.source_files[p].mtime_ns for p in work.to_copy]
     return min(changed) if changed else None
+
+
+# --- a recorded copy, from itself alone -------------------------------------------------------------------
+# The day the primary does not answer, a copy is judged without its original: it is whole (every file its
+# manifest lists is there with its size, nothing else is, and with copy.verify checksum each file's content
+# matches the manifest's checksum) and it is the copy the bookkeeping recorded (its manifest's fingerprint is
+# `hivecat.replica.<cluster>.checksum`). What it cannot show is whether the primary changed since.
+WHOLE, NO_COPY, DAMAGED, NOT_RECORDED = "Whole", "NoCopy", "Damaged", "NotRecorded"
+SHOWN_FILES = 3
+
+
+@dataclass(frozen=True)
+class RecordedCopy:
+    unit_id: str
+    location: Location  # hivecat.replica.<cluster>.location
+    fingerprint: str    # hivecat.replica.<cluster>.checksum
+
+
+@dataclass(frozen=True)
+class CopyCheck:
+    copy: RecordedCopy
+    state: str  # WHOLE | NO_COPY | DAMAGED | NOT_RECORDED | NOT_OWNED | UNREADABLE
+    reason: str = ""
+
+    @property
+    def whole(self) -> bool:
+        return self.state == WHOLE
+
+
+def check_copies(copies: Iterable[RecordedCopy], storage: Storage, verify: str = "size", *,
+                 owner: Owner | None) -> list[CopyCheck]:
+    """One CopyCheck per recorded copy, in order, reading the copies' side only (never an original)."""
+    copies = list(copies)
+    if not copies:
+        return []
+    if all(c.location.scheme == "file" for c in copies) and verify == "size":  # as check_units: no threads
+        return [_check_copy(c, storage, verify, owner) for c in copies]
+    with ThreadPoolExecutor(min(CHECK_THREADS, len(copies))) as pool:
+        return list(pool.map(lambda c: _check_copy(c, storage, verify, owner), copies))
+
+
+def _check_copy(copy: RecordedCopy, storage: Storage, verify: str, owner: Owner | None) -> CopyCheck:
+    where = copy.location
+    try:
+        filesystem = storage.filesystem(where)
+        if filesystem.get_file_info(where.path).type != pafs.FileType.Directory:
+            return CopyCheck(copy, NO_COPY, f"{where.uri} does not exist")
+        files = list_files(filesystem, where)
+        found = read_manifest(filesystem, where)
+    except LinkRefused as exc:
+        return CopyCheck(copy, UNREADABLE, root_refusal(where, exc))
+    except ManifestUnreadable as exc:
+        return CopyCheck(copy, UNREADABLE, str(exc))
+    except OSError as exc:
+        return CopyCheck(copy, UNREADABLE, f"cannot read {where.uri}: {exc}")
+    refused = getattr(files, "refused", {})
+    if refused:
+        return CopyCheck(copy, DAMAGED, f"{where.uri}: {_named(sorted(refused))}: not followed")
+    if found is None:
+        return CopyCheck(copy, NO_COPY, f"{where.uri} holds no manifest of hivecat's: no committed copy")
+    if owner is not None and not owner.same(found.owner):
+        return CopyCheck(copy, NOT_OWNED, f"{where.uri} is not a copy of this TableReplica's")
+    if fingerprint(found.recorded) != copy.fingerprint:
+        return CopyCheck(copy, NOT_RECORDED, f"{where.uri} is not the copy the catalog recorded (its manifest "
+                                             "changed since)")
+    short = sorted(p for p, e in found.recorded.items() if (f := files.get(p)) is None or f.size != e["size"])
+    if short:
+        return CopyCheck(copy, DAMAGED, f"{where.uri}: {_named(short)}: missing or not the size its manifest "
+                                        "records")
+    extra = sorted(p for p in files if p not in found.recorded)
+    if extra:
+        return CopyCheck(copy, DAMAGED, f"{where.uri}: {_named(extra)}: not in its manifest (written to after "
+                                        "hivecat copied it)")
+    if verify == "checksum":
+        unsummed = sorted(p for p, e in found.recorded.items() if not (e.get("checksum") or "").startswith("crc32c:"))
+        if unsummed:  # an older manifest's sha256, an object store's server-side copy: nothing to compare with
+            return CopyCheck(copy, UNREADABLE, f"{where.uri}: {_named(unsummed)}: its manifest records no CRC32C, "
+                                               "so the content cannot be verified")
+        changed = sorted(p for p, e in found.recorded.items()
+                         if hash_file(filesystem, where.child(p).path) != e["checksum"])
+        if changed:
+            return CopyCheck(copy, DAMAGED, f"{where.uri}: {_named(changed)}: content differs from its manifest's "
+                                            "checksum")
+    return CopyCheck(copy, WHOLE)
+
+
+def _named(paths: list[str]) -> str:
+    more = f" (and {len(paths) - SHOWN_FILES} more)" if len(paths) > SHOWN_FILES else ""
+    return ", ".join(paths[:SHOWN_FILES]) + more
