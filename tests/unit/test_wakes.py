@@ -71,6 +71,7 @@ def test_a_namespaces_wake_reaches_only_that_namespace_and_a_kinds_wake_reaches_
             wakes.wake_namespace("ClusterStorage", "team-a")  # another kind's
             wakes.wake_namespace("TableReplica", "team-a", lambda name: name != KEY[2])  # another name
             untouched = await _slept(sleeper, 0.2)
+            assert wakes.names("TableReplica", "team-a") == [KEY[2]] and wakes.names("TableReplica", "team-b") == []
             threading.Timer(0.1, wakes.wake_kind, ("TableReplica",)).start()
             by_kind = await _slept(sleeper, 30)
             threading.Timer(0.1, wakes.wake_namespace, ("TableReplica", "team-a")).start()

@@ -43,7 +43,7 @@ def configure(settings: kopf.OperatorSettings, **_: object) -> None:
 
 # Handlers and indexers that run on every event of what they watch: their success is not news, and at 1,000
 # resources its log line was a tenth of the event loop's time (written synchronously). Failures are still logged.
-_EVENT_HANDLERS = ("observed", "registry_inputs", "policy_changed", "copy_job_changed",
+_EVENT_HANDLERS = ("observed", "registry_inputs", "catalog_arrived", "policy_changed", "copy_job_changed",
                    "copy_application_changed")
 _INDEXERS = ("storages_by_catalog", "replicas_by_storage", "replicas_by_table", "catalog_policies")
 _QUIET = frozenset([*(f"Handler {name!r} succeeded." for name in _EVENT_HANDLERS),

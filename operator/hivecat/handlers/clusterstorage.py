@@ -42,10 +42,16 @@ from hivecat.specs.clusterstorage import ClusterStorageSpec, canonical_uri, pars
 from hivecat.specs.errors import SpecInvalid
 
 TICK = 0.5  # the daemon's first look, and its next one after a registration
-CATALOG_RETRY = 5.0  # seconds between registration attempts while the catalog is missing
+# An unregistered ClusterStorage (refused, its catalog missing) tries again after RETRY_FIRST seconds, doubling
+# while it stays so, at most RETRY_CAP apart: what usually ends a refusal wakes it at once instead (its
+# catalog created, a CatalogPolicy changed, a claim on its storage released, its catalog's ClusterStorages).
+RETRY_FIRST = 5.0
+RETRY_CAP = 120.0
 INPUTS_RECHECK = 30.0  # seconds: a look at the registration's inputs although no event moved them (a namespace's labels)
 _inputs: Counter[tuple[str, str]] = Counter()  # (namespace, catalog) → events of its ClusterStorages
 _catalog_of: dict[tuple[str, str], str] = {}   # (namespace, name) → the catalog it was last seen in
+_filesystem_of: dict[tuple[str, str], str] = {}  # (namespace, name) → the storage it was last seen to claim
+_retry_now: set[tuple[str, str]] = set()  # (namespace, name): what refused it may have moved; try again now
 _catalog_locks: dict[tuple[str, str], threading.Lock] = {}
 _catalog_locks_guard = threading.Lock()
 _storage_events = [0]  # events of any ClusterStorage: the claims are read again after one
@@ -138,20 +144,46 @@ async def replicas_by_storage(namespace: str, name: str, spec: kopf.Spec, **_: A
 # --- registration ------------------------------------------------------------------------------------------
 
 @kopf.on.event(GROUP, VERSION, CLUSTER_STORAGE.plural)
-async def registry_inputs(type: str, namespace: str, name: str, spec: kopf.Spec, **_: Any) -> None:
+async def registry_inputs(type: str, namespace: str, name: str, spec: kopf.Spec, storages_by_catalog: kopf.Index,
+                          **_: Any) -> None:
     """Count the events of each catalog's ClusterStorages (after kopf updated its index), so that each daemon
-    looks at its registration's inputs only when they may have moved, never O(n) on every wake."""
+    looks at its registration's inputs only when they may have moved, never O(n) on every wake. A storage
+    released (its ClusterStorage gone, or moved to another filesystem) wakes those that claim near it."""
     catalog = (spec.get("catalogRef") or {}).get("name") or ""
     moved = {catalog, _catalog_of.get((namespace, name), catalog)}  # the catalog it left, too
     for each in moved:
         _inputs[(namespace, each)] += 1
     with _claims_guard:
         _storage_events[0] += 1
+    claimed = _canonical(spec.get("filesystem"))
+    released = _filesystem_of.get((namespace, name))
     if type == "DELETED":
         _catalog_of.pop((namespace, name), None)
+        _filesystem_of.pop((namespace, name), None)
+        _retry_now.discard((namespace, name))
+        released = released or claimed
     else:
         _catalog_of[(namespace, name)] = catalog
+        if claimed is not None:
+            _filesystem_of[(namespace, name)] = claimed
     wakes.wake_namespace(CLUSTER_STORAGE.kind, namespace, lambda each: _catalog_of.get((namespace, each)) in moved)
+    if released is not None and released != (claimed if type != "DELETED" else None):
+        for claim in known_claims(storages_by_catalog).near(released):  # only on a release: rare
+            _try_again(claim.namespace, claim.name)
+
+
+@kopf.on.event(GROUP, VERSION, HIVE_CATALOG.plural)
+async def catalog_arrived(type: str | None, namespace: str, name: str, **_: Any) -> None:
+    """A ClusterStorage waiting for its HiveCatalog tries again as soon as the catalog is created (or gone)."""
+    if type in ("ADDED", "DELETED"):
+        for each in wakes.names(CLUSTER_STORAGE.kind, namespace):
+            if _catalog_of.get((namespace, each)) == name:
+                _try_again(namespace, each)
+
+
+def _try_again(namespace: str, name: str) -> None:
+    _retry_now.add((namespace, name))
+    wakes.wake(CLUSTER_STORAGE.kind, namespace, name)
 
 
 def refusal_of(body: Mapping[str, Any], spec: ClusterStorageSpec, policy: NamespacePolicy, index: kopf.Index,
@@ -329,8 +361,8 @@ def release(body: kopf.Body, name: str, namespace: str, patch: kopf.Patch, stora
 
 def _fingerprint(body: kopf.Body, index: kopf.Index, policies: kopf.Index) -> tuple:
     """What registration depends on: this catalog's ClusterStorages and what the namespace's policy grants.
-    When it moves, register again. (Other namespaces' claims are looked at on each registration; one that is
-    refused tries again every CATALOG_RETRY seconds.)"""
+    When it moves, register again. (Other namespaces' claims are looked at on each registration; a release
+    of one wakes those near it, and one that is refused tries again after RETRY_FIRST..RETRY_CAP seconds.)"""
     catalog = (body.spec.get("catalogRef") or {}).get("name") or ""
     members = tuple(sorted((b["metadata"]["name"], bool(b["metadata"].get("deletionTimestamp")),
                             repr(sorted(b["spec"].items())), repr(b["status"]))
@@ -355,6 +387,8 @@ async def _watch(stopped: kopf.DaemonStopped, sleeper: wakes.Sleeper, body: kopf
     last_attempt = looked = 0.0
     seen: tuple[int, int] | None = None
     pause = TICK
+    attempts = 0  # registrations in a row that left it unregistered
+    key = (body.meta.namespace, body.meta.name)
     while not stopped:
         await sleeper.sleep(pause)
         if stopped or body.meta.get("deletionTimestamp"):
@@ -363,7 +397,11 @@ async def _watch(stopped: kopf.DaemonStopped, sleeper: wakes.Sleeper, body: kopf
         catalog = (body.spec.get("catalogRef") or {}).get("name") or ""
         inputs = (_inputs[(body.meta.namespace, catalog)], policy_changes())
         unregistered = (find((body.get("status") or {}).get("conditions"), READY) or {}).get("status") != "True"
-        retry = unregistered and time.monotonic() - last_attempt > CATALOG_RETRY
+        attempts = attempts if unregistered else 0
+        retry_in = min(RETRY_FIRST * 2 ** attempts, RETRY_CAP)
+        asked = key in _retry_now
+        _retry_now.discard(key)
+        retry = unregistered and (asked or time.monotonic() - last_attempt > retry_in)
         moved = False
         if inputs != seen or time.monotonic() - looked > INPUTS_RECHECK or retry:
             seen, looked = inputs, time.monotonic()
@@ -371,6 +409,7 @@ async def _watch(stopped: kopf.DaemonStopped, sleeper: wakes.Sleeper, body: kopf
             moved = fingerprint != memo.get("registered_members")
         if moved or retry:
             memo["registered_members"], last_attempt = fingerprint, time.monotonic()
+            attempts = 0 if moved else attempts + 1
             await pools.run(CLUSTER_STORAGE.kind, _register_again, body, storages_by_catalog, catalog_policies)
             pause = TICK  # a scan may be due as well
             continue
@@ -381,7 +420,7 @@ async def _watch(stopped: kopf.DaemonStopped, sleeper: wakes.Sleeper, body: kopf
             due_in = drift.scan_due_in(body, memo)
         # Events wake the daemon (wakes.py); otherwise it sleeps until its next scan is due, its inputs' next
         # look, or (refused) its next registration attempt.
-        pause = min(due_in, INPUTS_RECHECK, CATALOG_RETRY if unregistered else INPUTS_RECHECK)
+        pause = min(due_in, INPUTS_RECHECK, retry_in if unregistered else INPUTS_RECHECK)
 
 
 def _register_again(body: kopf.Body, index: kopf.Index, policies: kopf.Index) -> None:

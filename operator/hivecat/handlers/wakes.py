@@ -76,6 +76,11 @@ def wake_namespace(kind: str, namespace: str, where: Callable[[str], bool] = lam
             _set(event)
 
 
+def names(kind: str, namespace: str) -> list[str]:
+    """The resources of `kind` in `namespace` whose daemons run."""
+    return list(_events.get((kind, namespace), {}))
+
+
 def wake_kind(kind: str) -> None:
     """Wake every daemon of `kind` (what a CatalogPolicy grants may have changed anywhere). Any thread."""
     for (each, _), named in list(_events.items()):
