@@ -37,6 +37,7 @@ OTHER_REASONS = {
     "unsafe_table_refusal": "the location engine's refusal reason iceberg or acid",
     "InvalidLocation": "a location engine refusal reason (invalid-uri, overlap, scheme-change)",
     "UnitCheck": "words: why a unit's copy is not in sync (a condition message shows them)",
+    "CopyCheck": "words: why a recorded copy is not whole, judged from itself (replication/verify.py)",
     "UnitResult": "words: why the copy engine failed a unit (the run summary shows them)",
     "_fail": "the copy engine failing a unit: UnitResult's words",
 }
