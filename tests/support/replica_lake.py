@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hivecat.catalog.model import (ObjectKind, ParamsOutcome, PartitionInfo, RelocationReport, RelocationRequest,
-                                   TableInfo, UnitParams)
+from hivecat.catalog.model import (CHANGED_AFTER_CHECK, ObjectKind, ParamsOutcome, PartitionInfo, Refusal,
+                                   RelocationRefused, RelocationReport, RelocationRequest, TableInfo, UnitParams)
 from hivecat.copy.copier import Copier, CopyOptions
 from hivecat.copy.plan import CopyPlan
 from hivecat.copy.storage import Storage
@@ -40,24 +40,36 @@ class MemoryCatalog:
     def list_partitions(self, database: str, table: str, partition_filter: str | None = None):
         return iter(sorted(self.partitions.values(), key=lambda p: p.values))
 
-    def relocate(self, request: RelocationRequest) -> RelocationReport:
-        """The location engine's effect on this one table: every location under old_prefix moved."""
+    def relocate(self, request: RelocationRequest, progress=None, confirm=None) -> RelocationReport:
+        """The location engine's effect on this one table: every location under old_prefix moved (only those in
+        expected_locations, when given); a change `confirm` names puts everything back and refuses the run."""
         self.relocations.append(request)
         report = RelocationReport(f"run-{len(self.relocations)}", "memory", request.old_prefix, request.new_prefix,
                                   request.dry_run)
+        before = (self.table, dict(self.partitions))
+        expected = request.expected_locations
+
+        def moved_to(location: str) -> str | None:
+            if expected is not None and location not in expected:
+                return None
+            return rebase(location, request.old_prefix, request.new_prefix)
         moved = 0
-        new_table = rebase(self.table.location, request.old_prefix, request.new_prefix)
+        new_table = moved_to(self.table.location)
         if new_table is not None:
             moved += 1
             if not request.dry_run:
                 self.table = TableInfo("sales", "events", new_table, partition_keys=("dt",),
                                        parameters=self.table.parameters)
         for values, found in list(self.partitions.items()):
-            new = rebase(found.location, request.old_prefix, request.new_prefix)
+            new = moved_to(found.location)
             if new is not None:
                 moved += 1
                 if not request.dry_run:
                     self.partitions[values] = PartitionInfo("sales", "events", values, new, found.parameters)
+        changed = list(confirm()) if confirm is not None and not request.dry_run else []
+        if changed:
+            self.table, self.partitions = before[0], before[1]
+            raise RelocationRefused([Refusal(CHANGED_AFTER_CHECK, "; ".join(changed))])
         report.count(ObjectKind.PARTITION).rewritten = moved
         return report
 
@@ -161,9 +173,9 @@ def replica(**spec) -> object:
     return parse_table_replica(body)
 
 
-def run(spec, catalog, clusters, launcher, run_id="r1", now=NOW):
+def run(spec, catalog, clusters, launcher, run_id="r1", now=NOW, left_on=None):
     backend = Backend("Database", None)  # type: ignore[arg-type]  (the fake ports ignore it)
-    return sync_pass(spec, [backend], clusters, Ports(catalog, launcher), run_id, clock=lambda: now)
+    return sync_pass(spec, [backend], clusters, Ports(catalog, launcher), run_id, clock=lambda: now, left_on=left_on)
 
 
 

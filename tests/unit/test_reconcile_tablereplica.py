@@ -331,7 +331,7 @@ def test_a_switch_whose_journal_cannot_be_written_is_a_condition_and_nothing_mov
     run(replica(), catalog, clusters, InProcess())
 
     class NoJournal(MemoryCatalog):
-        def relocate(self, request):
+        def relocate(self, request, progress=None, confirm=None):
             if not request.dry_run:
                 raise JournalUnavailable("hive may not create or write the relocation journal: grant it")
             return super().relocate(request)

@@ -35,8 +35,8 @@ from hivecat.reconcile.replica_status import (IN_SYNC, READY, SecondaryOutcome, 
 from hivecat.reconcile.tablereplica import (Access, access_refused, copy_targets, lag_seconds, owner_of,
                                             require_access, resolve_clusters, unverified)
 from hivecat.replication.bookkeeping import bookkeeping, forget, read_only_marks
-from hivecat.replication.failover import (FAILBACK_DIR, Moved, Switch, SwitchRefused, check_switch,
-                                         relocate_changed, switch_locations)
+from hivecat.replication.failover import (FAILBACK_DIR, Moved, Recheck, Switch, SwitchRefused, check_switch,
+                                         left_behind, relocate_changed, switch_locations)
 from hivecat.replication.housekeeping import HousekeepingReport, housekeep
 from hivecat.replication.launch import CANCELLED, WAITING, Launcher, LaunchResult
 from hivecat.replication.placement import cluster_of
@@ -48,6 +48,7 @@ from hivecat.specs.tablereplica import TableReplicaSpec
 from hivecat.timestamps import rfc3339
 
 
+SHOWN_LEFT = 20  # unit ids of status.leftBehind
 MAX_RUN_IDS = 64  # of a switch's relocation runs in status (the CRD's maxItems); a failback runs one per changed unit
 
 
@@ -175,7 +176,8 @@ def sync_pass(spec: TableReplicaSpec, backends: Sequence[Backend], clusters: Map
               ports: ReplicaPorts, run_id: str, *, known_primary: str | None = None, journal_configured: bool = True,
               access: Access | None = None, stopped: Callable[[], bool] = lambda: False,
               clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
-              ended: Mapping[str, Ended] | None = None, started: datetime | None = None) -> SyncOutcome:
+              ended: Mapping[str, Ended] | None = None, started: datetime | None = None,
+              left_on: str | None = None) -> SyncOutcome:
     """Switch the locations where spec.active asks (gated), then sync from where they point. `known_primary`:
     status.primary; `journal_configured`: whether Glue/Thrift relocations have a durable journal; `access`:
     per cluster, how the namespace may reach it or why it may not (reconcile.access.cluster_access; None: every
@@ -184,7 +186,8 @@ def sync_pass(spec: TableReplicaSpec, backends: Sequence[Backend], clusters: Map
 
     A sync may take several passes: one starts the copies, the next ones read their ends. Those passes continue
     the sync `run_id` that began at `started`, with `ended`: per secondary, the copy's end an earlier pass of it
-    read (SyncOutcome.ended holds them for the next pass)."""
+    read (SyncOutcome.ended holds them for the next pass). `left_on`: status.leftBehind.cluster, where an
+    earlier switch left units it did not verify (this pass finishes that switch)."""
     out = SyncOutcome()
     opened: list[Catalog] = []
     try:
@@ -192,7 +195,7 @@ def sync_pass(spec: TableReplicaSpec, backends: Sequence[Backend], clusters: Map
             opened.append(ports.open(backend))
         journaled = journal_configured or not any(b.journaled_elsewhere for b in backends)
         return _sync(spec, opened, clusters, ports, run_id, known_primary, journaled, stopped, clock, out,
-                     access, ended or {}, started)
+                     access, ended or {}, started, left_on)
     except (CatalogUnavailable, SecretUnavailable) as error:
         return _not_ready(out, error.reason, error.message, failed=True)
     except SpecInvalid as invalid:
@@ -231,7 +234,8 @@ def _not_ready(out: SyncOutcome, reason: str, message: str, failed: bool = False
 def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str, ClusterEntry],
           ports: ReplicaPorts, run_id: str, known_primary: str | None, journaled: bool,
           stopped: Callable[[], bool], clock: Callable[[], datetime], out: SyncOutcome,
-          access: Access | None, ended: Mapping[str, Ended], sync_started: datetime | None) -> SyncOutcome:
+          access: Access | None, ended: Mapping[str, Ended], sync_started: datetime | None,
+          left_on: str | None) -> SyncOutcome:
     table = catalogs[0].get_table(spec.database, spec.table)
     if table is None:
         raise SpecInvalid(reasons.TABLE_NOT_FOUND, f"table {spec.qualified_table} does not exist in the catalog")
@@ -263,6 +267,11 @@ def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str
             switch_refused = Condition.of(READY, False, refused.reason, refused.message)
             out.events.append(("Warning", refused.reason, refused.message))
             out.status["phase"] = "Degraded"
+    elif left_on in {c.name for c in resolved.named} - {current.name}:
+        switch_refused = _finish_switch(spec, catalogs, Switch(clusters[left_on], current,
+                                                               failback=current.name == resolved.primary.name,
+                                                               home=f"{spec.namespace}/{spec.name}"),
+                                        ports, clock, stopped, run_id, access, out)
     started = sync_started or clock()
     outcomes = []
     for target in copy_targets(resolved, current):
@@ -287,6 +296,32 @@ def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str
     return out
 
 
+def _finish_switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: Switch, ports: ReplicaPorts,
+                   clock: Callable[[], datetime], stopped: Callable[[], bool], run_id: str, access: Access | None,
+                   out: SyncOutcome) -> Condition | None:
+    """Units an earlier switch left on its source (status.leftBehind): a failover copies them to where the table
+    points now, then they move as any switch moves units; a failback moves them as it moved the rest. The
+    refusal, if any, as the Ready condition."""
+    try:
+        require_access(access, switch.source.name)
+        if not switch.failback:
+            copied, _ = sync_secondary(spec, catalogs, switch.source, switch.target, ports, clock(), stopped, run_id)
+            if copied.copying is not None:
+                raise SwitchWaiting(reasons.SWITCH_FINISHING, f"the copy to {switch.target.name} of the units left on "
+                                                              f"{switch.source.name} runs; their switch follows it")
+            if copied.error:
+                raise SwitchRefused(reasons.FAILOVER_REFUSED, copied.error)
+        _switch(spec, catalogs, switch, ports, clock, stopped, out)
+        return None
+    except SwitchWaiting as waiting:
+        out.in_flight = True
+        return Condition.of(READY, False, waiting.reason, waiting.message)
+    except SwitchRefused as refused:
+        out.events.append(("Warning", refused.reason, refused.message))
+        out.status["phase"] = "Degraded"
+        return Condition.of(READY, False, refused.reason, refused.message)
+
+
 def _switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: Switch, ports: ReplicaPorts,
             clock: Callable[[], datetime], stopped: Callable[[], bool], out: SyncOutcome) -> None:
     """Check the gate on the first backend; on failback copy the units changed while failed over to new
@@ -295,9 +330,11 @@ def _switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: Switch,
     plan = check_switch(catalogs[0], scope, switch, ports.storage(), spec.copy.verify, owner=owner_of(spec))
     if plan.changed:
         _copy_changed(spec, plan.changed, switch, ports, stopped)
-    runs = [report for catalog in catalogs for report in relocate_changed(catalog, scope, plan.changed)]
-    runs += [report for catalog in catalogs for report in switch_locations(catalog, scope, switch)]
+    recheck = Recheck(ports.storage(), spec.copy.verify, owner_of(spec))
+    runs = [report for catalog in catalogs for report in relocate_changed(catalog, scope, plan.changed, recheck)]
+    runs += [report for catalog in catalogs for report in switch_locations(catalog, scope, switch, plan, recheck)]
     out.relocations.extend(runs)
+    left = left_behind(catalogs[0], scope, switch)
     for catalog in catalogs:  # for cooperating writers: where not to write any more (not enforced)
         catalog.update_unit_params(spec.database, spec.table, [read_only_marks(switch.source.name,
                                                                                switch.target.name)])
@@ -305,13 +342,17 @@ def _switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: Switch,
     copied = (f"; {len(plan.changed)} units changed while failed over were copied to new directories under "
               f"{switch.target.filesystem.rstrip('/')}/{FAILBACK_DIR}/{switch.home} (their originals stay "
               "as they were)" if plan.changed else "")
+    stayed = (f"; {len(left)} units changed or added after the check stay on {switch.source.name} until the next "
+              f"pass copies them and moves them: {first_of(left)}" if left else "")
     out.events.append(("Normal", reason, f"{spec.qualified_table} {word} from {switch.source.name} to "
                                          f"{switch.target.name}: {plan.units} units verified, "
                                          f"{sum(r.rewritten for r in runs)} locations rewritten in run(s) "
-                                         f"{', '.join(r.run_id for r in runs) or 'none'}{copied}; an undo of a "
-                                         "run restores its locations"))
+                                         f"{', '.join(r.run_id for r in runs) or 'none'}{copied}{stayed}; an undo "
+                                         "of a run restores its locations"))
     out.status["lastFailoverTime"] = rfc3339(clock())
     out.status["lastFailoverRunIds"] = [r.run_id for r in runs][:MAX_RUN_IDS]
+    out.status["leftBehind"] = ({"cluster": switch.source.name, "units": len(left), "first": left[:SHOWN_LEFT]}
+                                if left else None)
 
 
 def _copy_changed(spec: TableReplicaSpec, changed: Sequence[Moved], switch: Switch, ports: ReplicaPorts,

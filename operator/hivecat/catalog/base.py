@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from hivecat.catalog.model import (
-    DatabaseInfo, ParamsOutcome, PartitionInfo, RelocationReport, RelocationRequest, JournaledRun, TableInfo,
+    ChunkProgress, Confirm, DatabaseInfo, ParamsOutcome, PartitionInfo, RelocationReport, RelocationRequest, JournaledRun, TableInfo,
     UnitParams,
 )
 
@@ -27,10 +27,13 @@ class Catalog(Protocol):
 
     def list_partitions(self, database: str, table: str, partition_filter: str | None = None) -> Iterator[PartitionInfo]: ...
 
-    def relocate(self, request: RelocationRequest) -> RelocationReport:
-        """Rewrite locations under request.old_prefix to request.new_prefix within request.scope.
+    def relocate(self, request: RelocationRequest, progress: ChunkProgress | None = None,
+                 confirm: Confirm | None = None) -> RelocationReport:
+        """Rewrite locations under request.old_prefix to request.new_prefix within request.scope (only those
+        equal to one of request.expected_locations, when given).
 
-        Raises RelocationRefused (and writes nothing) for invalid or unsafe requests.
+        Raises RelocationRefused (and writes nothing) for invalid or unsafe requests, and when `confirm` names
+        a change (the run rolled back, or undone).
         """
         ...
 

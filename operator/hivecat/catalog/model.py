@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 DEFAULT_PARAM_KEYS: tuple[str, ...] = ("path", "avro.schema.url")
@@ -82,6 +82,10 @@ class RelocationRequest:
     skip_refused: bool = False  # rewrite the rest and count refused objects, instead of refusing the run
     dry_run: bool = False
     chunk_size: int | None = None  # None: one transaction (SQL); rows per chunk otherwise
+    # Compare-and-set against what a caller verified: only values exactly equal to one of these move (a unit
+    # added, or pointed elsewhere, since the caller read it is left alone and stays under old_prefix). None:
+    # every value under old_prefix. Values left alone this way are not counted in the report.
+    expected_locations: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -116,6 +120,15 @@ def unsafe_table_refusal(qualified_name: str, reason: str) -> Refusal:
     """The refusal of one Iceberg or ACID table (allowing ACID tables is the request's force_acid)."""
     return Refusal(reason, f"{qualified_name} {UNSAFE_TABLE_WHY[reason]}", qualified_name,
                    option="force_acid" if reason == "acid" else None)
+
+
+CHANGED_AFTER_CHECK = "changed-after-check"
+ChunkProgress = Callable[[int, int], None]  # (chunks done, chunks total) of a relocation or undo
+
+# A caller's second look, taken after a run's writes and before they are committed where the backend has
+# transactions (SQL without a chunk size): what changed since the caller verified the data the new locations
+# point at (words; empty: nothing). A location compare-and-set cannot see a file appended to a directory.
+Confirm = Callable[[], Sequence[str]]
 
 
 class RelocationRefused(Exception):

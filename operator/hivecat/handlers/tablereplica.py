@@ -317,10 +317,11 @@ def _pass(body: kopf.Body, spec: TableReplicaSpec, backends: tuple[Backend, ...]
           sync: Mapping[str, Any] | None = None) -> SyncOutcome:
     """One pass; `sync`: the sync it continues (its run id, start, and the copies' ends read so far)."""
     ports = LiveReplicaPorts(body, spec.catalog, access, (sync or {}).get("copying"))
-    return sync_pass(spec, backends, clusters, ports, run_id,
-                     known_primary=(body.get("status") or {}).get("primary"),
+    status = body.get("status") or {}
+    return sync_pass(spec, backends, clusters, ports, run_id, known_primary=status.get("primary"),
                      journal_configured=config().journal_url is not None, access=access, stopped=stopped,
-                     ended=(sync or {}).get("ended"), started=(sync or {}).get("started"))
+                     ended=(sync or {}).get("ended"), started=(sync or {}).get("started"),
+                     left_on=(status.get("leftBehind") or {}).get("cluster"))
 
 
 def _resolve(spec: TableReplicaSpec, policy: NamespacePolicy) -> tuple[tuple[Backend, ...], dict[str, ClusterEntry]]:

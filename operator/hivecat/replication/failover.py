@@ -13,19 +13,26 @@ The gate, checked at switch time from the data (replication/verify.py), not from
 
 The switch itself is the location engine's relocation (journaled and undoable like a drift repair, on every
 backend of the catalog): first each changed unit to its new directory, then the rest of the table from every
-prefix of the current cluster to the target's filesystem. A switch cut short leaves each unit pointing at a
-whole copy; the next pass finishes it (units already moved are no longer under the current cluster).
+prefix of the current cluster to the target's filesystem. It moves exactly what was verified: each location
+compare-and-set against the one the check read (RelocationRequest.expected_locations), so a unit added, or
+pointed elsewhere, after the check stays where it is. A location cannot show a file appended to a unit: the
+moved units are listed again after the write and before it commits (SQL in one transaction; elsewhere the run
+is undone), and a unit found changed is taken out and the switch written again without it. Units so left
+under the current cluster are named (`left_behind`); the next pass copies them and finishes the switch.
+A switch cut short leaves each unit pointing at a whole copy; the next pass finishes it (units already moved
+are no longer under the current cluster). What no check sees: a file appended after that second listing, or
+written by path to the old directory afterwards (docs/operations.md).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hivecat import reasons
 from hivecat.catalog.base import Catalog
-from hivecat.catalog.model import RelocationRefused, RelocationReport, RelocationRequest, Scope
+from hivecat.catalog.model import CHANGED_AFTER_CHECK, RelocationRefused, RelocationReport, RelocationRequest, Scope
 from hivecat.copy.plan import Unit, check_overlaps
 from hivecat.copy.storage import Storage, parse_uri
 from hivecat.locations.prefix import rebase
@@ -64,6 +71,13 @@ class Moved:
 class SwitchPlan:
     units: int                              # units that move
     changed: tuple[Moved, ...] = field(default=())  # failback: units that go to new directories
+    # unit id -> its location when verified, as the catalog spelled it (the table's own location under its id
+    # too when partitioned, as TABLE_ROOT): what the switch moves, each compare-and-set against that value
+    verified: Mapping[str, str] = field(default_factory=dict)
+    current: tuple[Unit, ...] = field(default=())  # units found in sync: listed again before the switch commits
+
+
+TABLE_ROOT = ""  # SwitchPlan.verified's key of a partitioned table's own location
 
 
 def check_switch(catalog: Catalog, scope: ReplicaScope, switch: Switch, storage: Storage, verify: str, *,
@@ -103,7 +117,13 @@ def check_switch(catalog: Catalog, scope: ReplicaScope, switch: Switch, storage:
         moved.append(Moved(Unit(check.unit.id, check.unit.target, parse_uri(home, f"unit {check.unit.id!r}: "
                                                                                   "target")), ref.location))
     check_overlaps([m.unit for m in moved])
-    return SwitchPlan(len(checks), tuple(moved))
+    moved_ids = {m.unit.id for m in moved}
+    verified = {uid: ref.location for uid, ref in planned.refs.items() if uid not in moved_ids}
+    table = catalog.get_table(scope.database, scope.table)
+    if table is not None and table.partition_keys and table.location:
+        verified[TABLE_ROOT] = table.location
+    current = tuple(c.unit for c in checks if c.state == IN_SYNC)
+    return SwitchPlan(len(checks), tuple(moved), verified, current)
 
 
 _GENERATION = re.compile(r"g([0-9]{1,9})")
@@ -130,37 +150,66 @@ def failback_home(location: str, switch: Switch) -> str | None:
     return None
 
 
-def relocate_changed(catalog: Catalog, scope: ReplicaScope, moved: Sequence[Moved]) -> list[RelocationReport]:
+class Recheck:
+    """The second listing of a switch: called by the location engine after its writes, before they commit. Names
+    the units no longer in sync (a file appended, removed or rewritten since the check) and remembers them in
+    `changed`, so the switch is written again without them."""
+
+    def __init__(self, storage: Storage, verify: str, owner: Owner | None) -> None:
+        self.storage, self.verify, self.owner = storage, verify, owner
+        self.changed: dict[str, str] = {}  # unit id -> why
+
+    def __call__(self, units: Sequence[Unit]) -> list[str]:
+        found = {c.unit.id: c.reason for c in check_units(units, self.storage, self.verify, owner=self.owner)
+                 if not c.in_sync}
+        self.changed.update(found)
+        return [f"{uid}: {why}" for uid, why in found.items()]
+
+
+def relocate_changed(catalog: Catalog, scope: ReplicaScope, moved: Sequence[Moved],
+                     recheck: Recheck) -> list[RelocationReport]:
     """Each changed unit's location to its new directory, one journaled run per unit (anchored: nothing else of
-    the table is under a unit's own directory)."""
+    the table is under a unit's own directory), compare-and-set against the location it was copied from, and
+    its new copy listed again before the run commits."""
     reports = []
     for unit in moved:
         request = RelocationRequest(unit.location, unit.unit.target.uri, Scope(scope.database, scope.table),
-                                    allow_scheme_change=True)
+                                    allow_scheme_change=True, expected_locations=(unit.location,))
         try:
-            reports.append(catalog.relocate(request))
+            reports.append(catalog.relocate(request, confirm=lambda unit=unit: recheck([unit.unit])))
         except RelocationRefused as refused:
             raise SwitchRefused(reasons.RELOCATION_REFUSED, str(refused)) from None
     return reports
 
 
-def switch_locations(catalog: Catalog, scope: ReplicaScope, switch: Switch) -> list[RelocationReport]:
-    """Relocate the table from each of the source cluster's prefixes to the target's filesystem (journaled)."""
+def switch_locations(catalog: Catalog, scope: ReplicaScope, switch: Switch, plan: SwitchPlan,
+                     recheck: Recheck) -> list[RelocationReport]:
+    """Relocate the verified locations of the table from each of the source cluster's prefixes to the target's
+    filesystem (journaled). A unit the second listing finds changed is left out and the run written again
+    (`recheck.changed` names it)."""
     reports = []
     for prefix in (switch.source.filesystem, *switch.source.aliases):
-        request = RelocationRequest(prefix, switch.target.filesystem, Scope(scope.database, scope.table),
-                                    allow_scheme_change=True)
-        try:
-            dry = catalog.relocate(RelocationRequest(**{**request.__dict__, "dry_run": True}))
-        except RelocationRefused as refused:
-            raise SwitchRefused(reasons.RELOCATION_REFUSED, str(refused)) from None
-        if not dry.rewritten:
-            continue
-        try:
-            reports.append(catalog.relocate(request))
-        except RelocationRefused as refused:
-            raise SwitchRefused(reasons.RELOCATION_REFUSED, str(refused)) from None
+        while True:
+            moving = {uid: location for uid, location in plan.verified.items() if uid not in recheck.changed}
+            units = [u for u in plan.current if u.id in moving]
+            request = RelocationRequest(prefix, switch.target.filesystem, Scope(scope.database, scope.table),
+                                        allow_scheme_change=True, expected_locations=tuple(sorted(set(moving.values()))))
+            try:
+                dry = catalog.relocate(RelocationRequest(**{**request.__dict__, "dry_run": True}))
+                if dry.rewritten:
+                    reports.append(catalog.relocate(request, confirm=lambda units=units: recheck(units)))
+                break
+            except RelocationRefused as refused:
+                changed_now = [r for r in refused.refusals if r.reason == CHANGED_AFTER_CHECK]
+                if not changed_now or not set(moving) & set(recheck.changed):
+                    raise SwitchRefused(reasons.RELOCATION_REFUSED, str(refused)) from None
     return reports
+
+
+def left_behind(catalog: Catalog, scope: ReplicaScope, switch: Switch) -> list[str]:
+    """Units of the table still under the switch's source cluster after it: added or changed after the check."""
+    return list(plan_replica(catalog, ReplicaScope(scope.database, scope.table), switch.source,
+                             switch.target).unit_ids)
 
 
 def _first(items: Sequence[str]) -> str:

@@ -39,7 +39,7 @@ from hivecat.catalog.model import (
     DatabaseInfo, ObjectKind, PartitionInfo, Refusal, RelocationRefused, RelocationReport, RelocationRequest, Scope,
     TableInfo, unsafe_table_refusal,
 )
-from hivecat.catalog.run import ChunkProgress, JournaledRelocation
+from hivecat.catalog.run import ChunkProgress, Confirmation, JournaledRelocation
 from hivecat.config import config
 from hivecat.locations.partition_filter import Expr, FilterError, evaluate, parse_filter
 from hivecat.locations.prefix import LocationPrefix, rebase
@@ -179,11 +179,12 @@ class ApiCatalog(ApiParams, JournaledRelocation):
         refused: dict[str, Refusal] = {}
         batch_size = request.chunk_size or self.backend.batch_size  # partitions re-read and written together
         chunk, batch_table, batch_count = -1, None, 0
+        expected = None if request.expected_locations is None else frozenset(request.expected_locations)
         for ref, raw, info in self._objects(request.scope, databases, table, expr):
             changes = []
             for slot, value in read_slots(self.backend.places[ref.type], raw).items():
                 moved = rebase(value, old, new)
-                if moved is None:
+                if moved is None or (expected is not None and value not in expected):
                     continue
                 if slot.kind in PARAM_KINDS and slot.key not in request.param_keys:
                     report.count(slot.kind).skipped += 1
@@ -240,7 +241,7 @@ class ApiCatalog(ApiParams, JournaledRelocation):
         return self._plan(request, old, new).report  # reads only: no journal, no lock
 
     def _execute(self, request: RelocationRequest, old: LocationPrefix, new: LocationPrefix,
-                 progress: ChunkProgress | None) -> RelocationReport:
+                 progress: ChunkProgress | None, confirm: Confirmation) -> RelocationReport:
         with self.engine.connect() as conn:
             resumed = self.journal.resumable_run(conn, self.name, request)
         if resumed is not None:  # planned before the crash: apply what is left

@@ -20,7 +20,7 @@ from hivecat.catalog.journal import (
     APPLIED, CONFLICTED, PLANNED, UNDO_CONFLICTED, UNDONE, UNDOING, Journal, JournalUnavailable, state_code,
 )
 from hivecat.catalog.model import ObjectKind, Refusal, RelocationRefused, RelocationReport, RelocationRequest
-from hivecat.catalog.run import ChunkProgress, JournaledRelocation
+from hivecat.catalog.run import ChunkProgress, Confirmation, JournaledRelocation
 from hivecat.catalog.sql.locks import run_lock
 from hivecat.catalog.sql.params import SqlParams
 from hivecat.catalog.sql.refusals import SqlRefusals
@@ -123,7 +123,7 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
         """The plan in scope without refused tables, and a report counting what is refused and skipped."""
         scope = self._scope_filter(conn, request.scope)
         plan = RelocationPlan(self.targets, scope, old, new, tuple(request.param_keys),
-                              chunk_size=request.chunk_size)
+                              chunk_size=request.chunk_size, expected=request.expected_locations)
         unsafe = self._unsafe_tables(conn, scope, request.force_acid)
         refusals = self._refusals(conn, plan, unsafe) if unsafe else []
         if refusals and not request.skip_refused:
@@ -132,10 +132,12 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
         report = RelocationReport("", self.name, request.old_prefix, request.new_prefix, request.dry_run,
                                   refusals=refusals)
         if refused_ids:
-            only_refused = RelocationPlan(plan.targets, scope, old, new, plan.param_keys, only_tables=refused_ids)
+            only_refused = RelocationPlan(plan.targets, scope, old, new, plan.param_keys, only_tables=refused_ids,
+                                          expected=plan.expected)
             for kind, (n, _) in count_in_scope(conn, self.schema, only_refused).items():
                 report.count(kind).refused += n
-        plan = RelocationPlan(plan.targets, scope, old, new, plan.param_keys, refused_ids, request.chunk_size)
+        plan = RelocationPlan(plan.targets, scope, old, new, plan.param_keys, refused_ids, request.chunk_size,
+                              expected=plan.expected)
         if request.dry_run:  # a real run checks its journaled plan instead (_plan), and counts after it
             self._refuse_too_long(conn, plan)
             self._count(conn, plan, report, rewrites=True)
@@ -164,14 +166,14 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
         return report
 
     def _execute(self, request: RelocationRequest, old: LocationPrefix, new: LocationPrefix,
-                 progress: ChunkProgress | None) -> RelocationReport:
+                 progress: ChunkProgress | None, confirm: Confirmation) -> RelocationReport:
         with self.engine.connect() as conn:
             plan, report = self._prepare(conn, request, old, new)
         # The parameter tables are scanned (a second per million rows each) on a second connection while the
         # run plans its storage descriptors: the plan waits for a table's answer only when it reaches it.
         with ThreadPoolExecutor(1, thread_name_prefix="hivecat-params") as pool:
             pool.submit(self._scan_params, plan)
-            run_id, applied = self._run(request, plan, progress)
+            run_id, applied = self._run(request, plan, progress, confirm)
         with self.engine.connect() as conn:  # rows left alone stay under the old prefix: counted after
             self._count(conn, plan, report, rewrites=False)
         self._finish_report(report, run_id, APPLIED, CONFLICTED, applied)
@@ -208,9 +210,10 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
         self._refuse_too_long(conn, plan, run_id)
         return run_id, planned
 
-    def _run(self, request: RelocationRequest, plan: RelocationPlan,
-             progress: ChunkProgress | None) -> tuple[str, dict[ObjectKind, int] | None]:
-        """Plan and apply; resume the catalog's unfinished run when it is this same request.
+    def _run(self, request: RelocationRequest, plan: RelocationPlan, progress: ChunkProgress | None,
+             confirm: Confirmation) -> tuple[str, dict[ObjectKind, int] | None]:
+        """Plan and apply; resume the catalog's unfinished run when it is this same request. A run in one
+        transaction asks `confirm` before it commits (chunks commit one by one: the skeleton asks after).
 
         Returns the run id and, when every planned entry is known to be applied, their counts per kind.
         """
@@ -220,13 +223,14 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
         if resumed is not None:
             run_id = resumed
         elif plan.chunk_size is None and self.engine.dialect.name != "postgresql":
-            return self._run_locked(request, plan)
+            return self._run_locked(request, plan, confirm)
         elif plan.chunk_size is None:
             with self._transaction() as conn:  # plan and apply in one transaction: all or nothing
                 run_id, planned = self._plan(conn, request, plan, APPLIED)
                 for kind, n in planned.items():
                     if n:
                         swap_applied(conn, self.journal, by_kind[kind], run_id, n, plan)
+                confirm()  # raising rolls everything back
             return run_id, None
         else:
             with self._transaction() as conn:
@@ -241,7 +245,8 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
                 progress(done, len(chunks))
         return run_id, None
 
-    def _run_locked(self, request: RelocationRequest, plan: RelocationPlan) -> tuple[str, dict[ObjectKind, int]]:
+    def _run_locked(self, request: RelocationRequest, plan: RelocationPlan,
+                    confirm: Confirmation) -> tuple[str, dict[ObjectKind, int]]:
         """MySQL/MariaDB, one transaction: the plan's shared locks keep every planned row at its planned
         value until commit, so each column is rewritten by a single-table UPDATE (of everything under the old
         prefix when the plan is unrestricted, else of each kind's planned keys; no compare-and-set join) and
@@ -263,6 +268,7 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
                     raise RelocationRefused([Refusal("changed-during-run", (
                         f"{kind.value}: {rewritten} rows held their planned value, {n} were planned; the run "
                         f"was rolled back and changed nothing: rerun it"))])
+            confirm()  # raising rolls everything back
         return run_id, applied
 
     def _rewrite_columns(self, conn: sa.Connection, plan: RelocationPlan, planned: dict[ObjectKind, int],

@@ -31,7 +31,7 @@ from hivecat.catalog.model import ObjectKind, Refusal, RelocationRefused
 from hivecat.catalog.sql.limits import Capacity, capacity
 from hivecat.catalog.sql.schema import HmsSchema
 from hivecat.catalog.sql.targets import ScopeFilter, Target
-from hivecat.locations.prefix import LocationPrefix, rebase, sql_match, sql_rewrite
+from hivecat.locations.prefix import LocationPrefix, exact_text, rebase, sql_match, sql_rewrite
 
 SMALL_PLAN = 1000  # up to this many planned rows of a kind, the fast path names their keys in its UPDATE
 
@@ -48,6 +48,7 @@ class RelocationPlan:
     excluded_tables: tuple[int, ...] = ()
     chunk_size: int | None = None
     only_tables: tuple[int, ...] | None = None  # restrict to these tables' objects (counting refusals)
+    expected: tuple[str, ...] | None = None  # RelocationRequest.expected_locations
     # parameter table -> (a caller-named key, an unnamed key) under the old prefix, once known; see params_under
     params_seen: dict[str, Future[tuple[bool, bool]]] = field(default_factory=dict, compare=False, repr=False)
     params_lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
@@ -69,6 +70,9 @@ def _scoped(plan: RelocationPlan, target: Target, s: HmsSchema, *, keys_selected
         conds.append(sa.or_(tbl_id.is_(None), tbl_id.not_in(plan.excluded_tables)))
     if plan.only_tables is not None:
         conds.append(tbl_id.in_(plan.only_tables))
+    if plan.expected is not None:  # byte for byte: MySQL's collations fold case, and HDFS paths do not
+        conds.append(exact_text(value).in_([exact_text(sa.literal(v)) for v in plan.expected]) if plan.expected
+                     else sa.false())
     return (select.where(*conds)
             .with_only_columns(key1.label("key1"), key2.label("key2"), value.label("value"), tbl_id.label("tbl_id"),
                                maintain_column_froms=True)
@@ -353,7 +357,7 @@ def unrestricted(plan: RelocationPlan) -> bool:
     """Whether the plan takes every row under the old prefix its targets reach: the whole catalog, no
     partition filter, no table excluded."""
     return (plan.scope.whole_catalog and plan.scope.partition_predicate is None and not plan.excluded_tables
-            and plan.only_tables is None)
+            and plan.only_tables is None and plan.expected is None)
 
 
 def rewrite_matching(conn: sa.Connection, target: Target, plan: RelocationPlan, planned: int) -> bool:
