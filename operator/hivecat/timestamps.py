@@ -14,3 +14,14 @@ def rfc3339(moment: datetime) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return moment.astimezone(timezone.utc).strftime(API_TIME)
+
+
+def parse_rfc3339(text: str) -> datetime | None:
+    """A time as rfc3339 writes it (or with a fraction, or an offset), in UTC; None when it is not one."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return None  # RFC 3339 always names its offset
+    return moment.astimezone(timezone.utc)

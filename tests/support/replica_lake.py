@@ -19,6 +19,7 @@ from hivecat.locations.prefix import rebase
 from hivecat.reconcile.clusterstorage import Backend
 from hivecat.replication.registry import ClusterEntry
 from hivecat.act.tablereplica import sync_pass
+from hivecat.reconcile.failover_readiness import remembered
 from hivecat.replication.launch import FAILED, SUCCEEDED, LaunchResult
 from hivecat.specs.tablereplica import CopySettings, parse_table_replica
 
@@ -173,9 +174,11 @@ def replica(**spec) -> object:
     return parse_table_replica(body)
 
 
-def run(spec, catalog, clusters, launcher, run_id="r1", now=NOW, left_on=None):
+def run(spec, catalog, clusters, launcher, run_id="r1", now=NOW, status=None):
+    """One pass; `status`: what earlier passes left in the TableReplica's status (a dict, as the API has it)."""
     backend = Backend("Database", None)  # type: ignore[arg-type]  (the fake ports ignore it)
-    return sync_pass(spec, [backend], clusters, Ports(catalog, launcher), run_id, clock=lambda: now, left_on=left_on)
+    return sync_pass(spec, [backend], clusters, Ports(catalog, launcher), run_id, clock=lambda: now,
+                     memory=remembered(status))
 
 
 

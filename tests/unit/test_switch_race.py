@@ -55,7 +55,7 @@ def test_a_partition_added_and_a_file_appended_after_the_check_stay_and_the_next
     assert (table_dir / "dt=2026-11-02" / "part-7.parquet").read_bytes() == b"appended after the check"
 
     originals = {p: p.read_bytes() for p in table_dir.rglob("*") if p.is_file()}
-    again = run(replica(active="dr1"), raced, clusters, InProcess(), "r3", left_on="main")
+    again = run(replica(active="dr1"), raced, clusters, InProcess(), "r3", status=out.status)
     assert locations(raced) == [f"file://{on_dr1}", *(f"file://{on_dr1}/dt={d}" for d in (*DAYS, "2026-11-04"))]
     assert again.status["leftBehind"] is None
     assert (on_dr1 / "dt=2026-11-02" / "part-7.parquet").read_bytes() == b"appended after the check"

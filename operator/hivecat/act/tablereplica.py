@@ -34,9 +34,12 @@ from hivecat.reconcile.replica_status import (IN_SYNC, READY, SecondaryOutcome, 
                                               replica_status, sync_event)
 from hivecat.reconcile.tablereplica import (Access, access_refused, copy_targets, lag_seconds, owner_of,
                                             require_access, resolve_clusters, unverified)
-from hivecat.replication.bookkeeping import bookkeeping, forget, read_only_marks
+from hivecat.replication.bookkeeping import bookkeeping, forget, read_only_marks, replica_key
+from hivecat.reconcile.failover_readiness import Remembered, readiness_status, unplanned_refusal
 from hivecat.replication.failover import (FAILBACK_DIR, Moved, Recheck, Switch, SwitchRefused, check_switch,
-                                         left_behind, relocate_changed, switch_locations)
+                                         check_unplanned, left_behind, relocate_changed, switch_locations, unanswered,
+                                         units_relist)
+from hivecat.replication.readiness import readiness_of
 from hivecat.replication.housekeeping import HousekeepingReport, housekeep
 from hivecat.replication.launch import CANCELLED, WAITING, Launcher, LaunchResult
 from hivecat.replication.placement import cluster_of
@@ -44,7 +47,7 @@ from hivecat.replication.planner import PlanRefused, ReplicaPlan, ReplicaScope, 
 from hivecat.replication.registry import ClusterEntry
 from hivecat.replication.verify import NOT_OWNED, SOURCE_MISSING, UNREADABLE, check_units
 from hivecat.specs.errors import SpecInvalid
-from hivecat.specs.tablereplica import TableReplicaSpec
+from hivecat.specs.tablereplica import UNPLANNED, TableReplicaSpec
 from hivecat.timestamps import rfc3339
 
 
@@ -108,6 +111,10 @@ def sync_secondary(spec: TableReplicaSpec, catalogs: Sequence[Catalog], source: 
             conflicted.add(uid)
             out.conflicts.append(f"{uid}: {why}")
     out.recorded, out.cleared = book.recorded + (ended.recorded if ended else 0), book.cleared
+    key = replica_key(secondary.name, "checksum")
+    recorded = {uid: ref.parameters.get(key) for uid, ref in planned.refs.items()}
+    recorded.update({c.unit.id: c.checksum for c in checks if c.in_sync and c.unit.id not in conflicted})
+    out.readiness = readiness_of(secondary.name, checks, recorded, now)
     in_sync = [c for c in checks if c.in_sync and c.unit.id not in conflicted]
     out.units_in_sync, out.bytes_in_sync = len(in_sync), sum(c.bytes for c in in_sync)
     out.refused = [f"{c.unit.id}: {c.reason}" for c in checks if c.state in (NOT_OWNED, SOURCE_MISSING, UNREADABLE)]
@@ -177,7 +184,7 @@ def sync_pass(spec: TableReplicaSpec, backends: Sequence[Backend], clusters: Map
               access: Access | None = None, stopped: Callable[[], bool] = lambda: False,
               clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
               ended: Mapping[str, Ended] | None = None, started: datetime | None = None,
-              left_on: str | None = None) -> SyncOutcome:
+              memory: Remembered = Remembered()) -> SyncOutcome:
     """Switch the locations where spec.active asks (gated), then sync from where they point. `known_primary`:
     status.primary; `journal_configured`: whether Glue/Thrift relocations have a durable journal; `access`:
     per cluster, how the namespace may reach it or why it may not (reconcile.access.cluster_access; None: every
@@ -186,8 +193,8 @@ def sync_pass(spec: TableReplicaSpec, backends: Sequence[Backend], clusters: Map
 
     A sync may take several passes: one starts the copies, the next ones read their ends. Those passes continue
     the sync `run_id` that began at `started`, with `ended`: per secondary, the copy's end an earlier pass of it
-    read (SyncOutcome.ended holds them for the next pass). `left_on`: status.leftBehind.cluster, where an
-    earlier switch left units it did not verify (this pass finishes that switch)."""
+    read (SyncOutcome.ended holds them for the next pass). `memory`: what earlier passes left in status (where a
+    switch left units it did not verify, which this pass moves; the last readiness of each secondary)."""
     out = SyncOutcome()
     opened: list[Catalog] = []
     try:
@@ -195,7 +202,7 @@ def sync_pass(spec: TableReplicaSpec, backends: Sequence[Backend], clusters: Map
             opened.append(ports.open(backend))
         journaled = journal_configured or not any(b.journaled_elsewhere for b in backends)
         return _sync(spec, opened, clusters, ports, run_id, known_primary, journaled, stopped, clock, out,
-                     access, ended or {}, started, left_on)
+                     access, ended or {}, started, memory)
     except (CatalogUnavailable, SecretUnavailable) as error:
         return _not_ready(out, error.reason, error.message, failed=True)
     except SpecInvalid as invalid:
@@ -235,7 +242,7 @@ def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str
           ports: ReplicaPorts, run_id: str, known_primary: str | None, journaled: bool,
           stopped: Callable[[], bool], clock: Callable[[], datetime], out: SyncOutcome,
           access: Access | None, ended: Mapping[str, Ended], sync_started: datetime | None,
-          left_on: str | None) -> SyncOutcome:
+          memory: Remembered) -> SyncOutcome:
     table = catalogs[0].get_table(spec.database, spec.table)
     if table is None:
         raise SpecInvalid(reasons.TABLE_NOT_FOUND, f"table {spec.qualified_table} does not exist in the catalog")
@@ -257,7 +264,12 @@ def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str
                 raise SwitchRefused(reasons.JOURNAL_NOT_CONFIGURED, "relocations of a Glue or Thrift catalog are journaled "
                                     "in the operator's journal database, which is not configured (Helm value "
                                     "journal.urlSecretRef): the table stays where it is")
-            _switch(spec, catalogs, switch, ports, clock, stopped, out)
+            unplanned = not switch.failback and spec.failover.kind == UNPLANNED
+            refusal = unplanned_refusal(spec.failover, switch.target.name, memory) if unplanned else None
+            if refusal is not None:
+                raise SwitchRefused(reasons.FAILOVER_REFUSED, f"unplanned failover to {switch.target.name} refused, "
+                                                              f"nothing was read or changed: {refusal}")
+            _switch(spec, catalogs, switch, ports, clock, stopped, out, unplanned=unplanned)
             current = resolved.active
             table = catalogs[0].get_table(spec.database, spec.table) or table
         except SwitchWaiting as waiting:
@@ -267,8 +279,8 @@ def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str
             switch_refused = Condition.of(READY, False, refused.reason, refused.message)
             out.events.append(("Warning", refused.reason, refused.message))
             out.status["phase"] = "Degraded"
-    elif left_on in {c.name for c in resolved.named} - {current.name}:
-        switch_refused = _finish_switch(spec, catalogs, Switch(clusters[left_on], current,
+    elif memory.left_on in {c.name for c in resolved.named} - {current.name}:
+        switch_refused = _finish_switch(spec, catalogs, Switch(clusters[memory.left_on], current,
                                                                failback=current.name == resolved.primary.name,
                                                                home=f"{spec.namespace}/{spec.name}"),
                                         ports, clock, stopped, run_id, access, out)
@@ -288,6 +300,8 @@ def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str
     cancelled = any(o.launch is not None and o.launch.outcome == CANCELLED for o in outcomes)
     out.in_flight = out.in_flight or any(o.copying is not None for o in outcomes)
     out.status = {**replica_status(resolved.primary, current, table.location, outcomes, run_id, started, clock()),
+                  "readiness": readiness_status(memory.readiness, [o.readiness for o in outcomes if o.readiness],
+                                                [o.cluster for o in outcomes]),
                   **out.status}
     out.conditions = replica_conditions(spec, current, outcomes, switch_refused)
     out.failed = any(o.state == "Failed" for o in outcomes) and not cancelled
@@ -304,6 +318,10 @@ def _finish_switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: 
     refusal, if any, as the Ready condition."""
     try:
         require_access(access, switch.source.name)
+        silent = unanswered(ports.storage(), switch.source)
+        if silent is not None:
+            raise SwitchRefused(reasons.FAILOVER_REFUSED, f"the units an earlier switch left on {switch.source.name} "
+                                                          f"stay there until it answers ({silent})")
         if not switch.failback:
             copied, _ = sync_secondary(spec, catalogs, switch.source, switch.target, ports, clock(), stopped, run_id)
             if copied.copying is not None:
@@ -323,15 +341,22 @@ def _finish_switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: 
 
 
 def _switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: Switch, ports: ReplicaPorts,
-            clock: Callable[[], datetime], stopped: Callable[[], bool], out: SyncOutcome) -> None:
+            clock: Callable[[], datetime], stopped: Callable[[], bool], out: SyncOutcome, *,
+            unplanned: bool = False) -> None:
     """Check the gate on the first backend; on failback copy the units changed while failed over to new
     directories on the primary and verify them; then relocate on each backend (the same table in every one)."""
     scope = ReplicaScope(spec.database, spec.table, spec.partition_filter, spec.most_recent)
-    plan = check_switch(catalogs[0], scope, switch, ports.storage(), spec.copy.verify, owner=owner_of(spec))
+    if unplanned:
+        plan = check_unplanned(catalogs[0], scope, switch, ports.storage(), spec.copy.verify, owner=owner_of(spec),
+                               leave_behind=spec.failover.leave_behind)
+    else:
+        plan = check_switch(catalogs[0], scope, switch, ports.storage(), spec.copy.verify, owner=owner_of(spec))
     if plan.changed:
         _copy_changed(spec, plan.changed, switch, ports, stopped)
-    recheck = Recheck(ports.storage(), spec.copy.verify, owner_of(spec))
-    runs = [report for catalog in catalogs for report in relocate_changed(catalog, scope, plan.changed, recheck)]
+    recheck = Recheck()
+    new_homes = units_relist([m.unit for m in plan.changed], ports.storage(), spec.copy.verify, owner_of(spec))
+    runs = [report for catalog in catalogs
+            for report in relocate_changed(catalog, scope, plan.changed, recheck, new_homes)]
     runs += [report for catalog in catalogs for report in switch_locations(catalog, scope, switch, plan, recheck)]
     out.relocations.extend(runs)
     left = left_behind(catalogs[0], scope, switch)
@@ -342,8 +367,13 @@ def _switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: Switch,
     copied = (f"; {len(plan.changed)} units changed while failed over were copied to new directories under "
               f"{switch.target.filesystem.rstrip('/')}/{FAILBACK_DIR}/{switch.home} (their originals stay "
               "as they were)" if plan.changed else "")
-    stayed = (f"; {len(left)} units changed or added after the check stay on {switch.source.name} until the next "
-              f"pass copies them and moves them: {first_of(left)}" if left else "")
+    stayed = (f"; {len(plan.behind)} units without a whole recorded copy stay on {switch.source.name} "
+              f"(spec.failover.leaveBehind): {first_of(plan.behind)}" if plan.behind else "")
+    after = sorted(set(left) - {b.partition(': ')[0] for b in plan.behind})
+    stayed += (f"; {len(after)} units changed or added after the check stay on {switch.source.name} until the "
+               f"next pass copies them and moves them: {first_of(after)}" if after else "")
+    if unplanned:
+        word += f" (unplanned, recovery point {rfc3339(spec.failover.accept_recovery_point)} accepted)"
     out.events.append(("Normal", reason, f"{spec.qualified_table} {word} from {switch.source.name} to "
                                          f"{switch.target.name}: {plan.units} units verified, "
                                          f"{sum(r.rewritten for r in runs)} locations rewritten in run(s) "

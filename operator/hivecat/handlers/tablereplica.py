@@ -43,6 +43,7 @@ from hivecat.reconcile.access import NamespacePolicy, check_table_replica, clust
 from hivecat.reconcile.backoff import backoff
 from hivecat.reconcile.clusterstorage import Backend
 from hivecat.reconcile.conditions import Condition, merge
+from hivecat.reconcile.failover_readiness import remembered
 from hivecat.reconcile.policy import Violation
 from hivecat.reconcile.replica_status import READY
 from hivecat.replication.launch import RUNNING
@@ -321,7 +322,7 @@ def _pass(body: kopf.Body, spec: TableReplicaSpec, backends: tuple[Backend, ...]
     return sync_pass(spec, backends, clusters, ports, run_id, known_primary=status.get("primary"),
                      journal_configured=config().journal_url is not None, access=access, stopped=stopped,
                      ended=(sync or {}).get("ended"), started=(sync or {}).get("started"),
-                     left_on=(status.get("leftBehind") or {}).get("cluster"))
+                     memory=remembered(status))
 
 
 def _resolve(spec: TableReplicaSpec, policy: NamespacePolicy) -> tuple[tuple[Backend, ...], dict[str, ClusterEntry]]:

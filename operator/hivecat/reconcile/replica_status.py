@@ -12,6 +12,7 @@ from hivecat import reasons
 from hivecat.reconcile.conditions import Condition
 from hivecat.replication.housekeeping import HousekeepingReport
 from hivecat.replication.launch import SUCCEEDED, WAITING, LaunchResult
+from hivecat.replication.readiness import Readiness
 from hivecat.replication.registry import ClusterEntry
 from hivecat.specs.tablereplica import TableReplicaSpec
 from hivecat.timestamps import rfc3339
@@ -38,6 +39,7 @@ class SecondaryOutcome:
     recorded: int = 0
     cleared: int = 0
     error: str | None = None           # the pass could not run for this secondary
+    readiness: Readiness | None = None  # would an unplanned failover to it be possible; None: not measured
 
     @property
     def state(self) -> str:

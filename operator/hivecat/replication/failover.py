@@ -27,19 +27,24 @@ written by path to the old directory afterwards (docs/operations.md).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from pyarrow import fs as pafs
 
 from hivecat import reasons
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.model import CHANGED_AFTER_CHECK, RelocationRefused, RelocationReport, RelocationRequest, Scope
+from hivecat.copy.errors import CopyInputError
 from hivecat.copy.plan import Unit, check_overlaps
 from hivecat.copy.storage import Storage, parse_uri
 from hivecat.locations.prefix import rebase
 from hivecat.replication.registry import ClusterEntry
-from hivecat.replication.planner import PlanRefused, ReplicaScope, plan_replica
+from hivecat.replication.bookkeeping import replica_key
+from hivecat.replication.planner import PlanRefused, ReplicaPlan, ReplicaScope, plan_replica
 from hivecat.copy.owner import Owner
-from hivecat.replication.verify import IN_SYNC, NOT_OWNED, SOURCE_MISSING, STALE, check_units
+from hivecat.replication.verify import (IN_SYNC, NOT_OWNED, SOURCE_MISSING, STALE, RecordedCopy, check_copies,
+                                       check_units)
 
 SHOWN = 5
 FAILBACK_DIR = ".hivecat/failback"  # below a primary's filesystem: units changed while failed over
@@ -67,6 +72,30 @@ class Moved:
     location: str
 
 
+# The verified units named by id, listed again: {unit id: why it is no longer what was verified}.
+Relist = Callable[[Collection[str]], dict[str, str]]
+
+
+def units_relist(units: Sequence[Unit], storage: Storage, verify: str, owner: Owner | None) -> Relist:
+    """A planned switch's second listing: both sides again (check_units), in sync or not."""
+    by_id = {u.id: u for u in units}
+
+    def relist(ids: Collection[str]) -> dict[str, str]:
+        listed = [by_id[i] for i in ids if i in by_id]
+        return {c.unit.id: c.reason for c in check_units(listed, storage, verify, owner=owner) if not c.in_sync}
+    return relist
+
+
+def copies_relist(copies: Sequence[RecordedCopy], storage: Storage, verify: str, owner: Owner | None) -> Relist:
+    """An unplanned switch's second listing: the copies again, from themselves (check_copies)."""
+    by_id = {c.unit_id: c for c in copies}
+
+    def relist(ids: Collection[str]) -> dict[str, str]:
+        listed = [by_id[i] for i in ids if i in by_id]
+        return {c.copy.unit_id: c.reason for c in check_copies(listed, storage, verify, owner=owner) if not c.whole}
+    return relist
+
+
 @dataclass(frozen=True)
 class SwitchPlan:
     units: int                              # units that move
@@ -74,18 +103,16 @@ class SwitchPlan:
     # unit id -> its location when verified, as the catalog spelled it (the table's own location under its id
     # too when partitioned, as TABLE_ROOT): what the switch moves, each compare-and-set against that value
     verified: Mapping[str, str] = field(default_factory=dict)
-    current: tuple[Unit, ...] = field(default=())  # units found in sync: listed again before the switch commits
+    relist: Relist | None = field(default=None, compare=False)  # the second listing of the verified units
+    behind: tuple[str, ...] = field(default=())  # unplanned, leaving units behind: "<unit id>: why" of each
 
 
 TABLE_ROOT = ""  # SwitchPlan.verified's key of a partitioned table's own location
 
 
-def check_switch(catalog: Catalog, scope: ReplicaScope, switch: Switch, storage: Storage, verify: str, *,
-                 owner: Owner | None = None) -> SwitchPlan:
-    """Refuse (SwitchRefused) unless every unit may move; what moves, and (failback) what must be copied first.
-    `owner`: the TableReplica whose copies these are (a copy another owner made is never switched to)."""
-    word = "failback" if switch.failback else "failover"
-    reason = reasons.FAILBACK_REFUSED if switch.failback else reasons.FAILOVER_REFUSED
+def _in_scope(catalog: Catalog, scope: ReplicaScope, switch: Switch, word: str, reason: str) -> ReplicaPlan:
+    """The units that move, refused when some unit of the table under the source is outside spec.partitions (it
+    would move with the table and point at a copy that does not exist). Reads the catalog only."""
     whole = plan_replica(catalog, ReplicaScope(scope.database, scope.table), switch.source, switch.target)
     planned = plan_replica(catalog, scope, switch.source, switch.target)
     left_out = sorted(set(whole.unit_ids) - set(planned.unit_ids))
@@ -93,6 +120,45 @@ def check_switch(catalog: Catalog, scope: ReplicaScope, switch: Switch, storage:
         raise SwitchRefused(reason, f"{word} moves every location of the table, and {len(left_out)} units under "
                                     f"{switch.source.name} are outside spec.partitions (no copy is kept for them): "
                                     f"{_first(left_out)}")
+    return planned
+
+
+def _verified(catalog: Catalog, scope: ReplicaScope, planned: ReplicaPlan, ids: Collection[str]) -> dict[str, str]:
+    """The locations a switch moves: the units `ids` as the catalog spelled them, and a partitioned table's own."""
+    verified = {uid: ref.location for uid, ref in planned.refs.items() if uid in ids}
+    table = catalog.get_table(scope.database, scope.table)
+    if table is not None and table.partition_keys and table.location:
+        verified[TABLE_ROOT] = table.location
+    return verified
+
+
+def unanswered(storage: Storage, cluster: ClusterEntry) -> str | None:
+    """Why `cluster`'s filesystem does not answer (its root cannot be read), or None when it does."""
+    try:
+        root = parse_uri(cluster.filesystem, f"the filesystem of {cluster.name}")
+        found = storage.filesystem(root).get_file_info(root.path or "/")
+    except (OSError, CopyInputError) as exc:
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+    if found.type == pafs.FileType.NotFound and root.scheme != "s3":  # an S3 prefix exists only while it holds keys
+        return f"its root {root.uri} is not there"
+    return None
+
+
+def check_switch(catalog: Catalog, scope: ReplicaScope, switch: Switch, storage: Storage, verify: str, *,
+                 owner: Owner | None = None) -> SwitchPlan:
+    """Refuse (SwitchRefused) unless every unit may move; what moves, and (failback) what must be copied first.
+    `owner`: the TableReplica whose copies these are (a copy another owner made is never switched to). The
+    originals are read: a primary that does not answer refuses it (an unplanned failover does not read it)."""
+    word = "failback" if switch.failback else "failover"
+    reason = reasons.FAILBACK_REFUSED if switch.failback else reasons.FAILOVER_REFUSED
+    planned = _in_scope(catalog, scope, switch, word, reason)
+    primary = switch.target if switch.failback else switch.source
+    silent = unanswered(storage, primary)
+    if silent is not None:
+        how = ("spec.failover.kind Unplanned fails over without reading it" if not switch.failback
+               else "a failback writes there: it waits until the primary answers")
+        raise SwitchRefused(reason, f"planned {word} to {switch.target.name} refused, nothing was changed: the "
+                                    f"primary {primary.name} does not answer ({silent}); {how}")
     units: Sequence[Unit] = planned.plan.units
     if switch.failback:  # the copies (with their manifests) are on the source; the originals on the target
         units = [Unit(u.id, u.target, u.source) for u in units]
@@ -118,12 +184,36 @@ def check_switch(catalog: Catalog, scope: ReplicaScope, switch: Switch, storage:
                                                                                   "target")), ref.location))
     check_overlaps([m.unit for m in moved])
     moved_ids = {m.unit.id for m in moved}
-    verified = {uid: ref.location for uid, ref in planned.refs.items() if uid not in moved_ids}
-    table = catalog.get_table(scope.database, scope.table)
-    if table is not None and table.partition_keys and table.location:
-        verified[TABLE_ROOT] = table.location
-    current = tuple(c.unit for c in checks if c.state == IN_SYNC)
-    return SwitchPlan(len(checks), tuple(moved), verified, current)
+    verified = _verified(catalog, scope, planned, set(planned.refs) - moved_ids)
+    relist = units_relist([c.unit for c in checks if c.state == IN_SYNC], storage, verify, owner)
+    return SwitchPlan(len(checks), tuple(moved), verified, relist)
+
+
+def check_unplanned(catalog: Catalog, scope: ReplicaScope, switch: Switch, storage: Storage, verify: str, *,
+                    owner: Owner | None, leave_behind: bool) -> SwitchPlan:
+    """An unplanned failover's gate, which never reads the source cluster: each unit's copy on the target must
+    be the one the catalog recorded (its manifest's fingerprint is `hivecat.replica.<target>.checksum`, kept
+    for a stale unit while its last copy is intact) and whole (every file the manifest lists, with its size;
+    with verify checksum, the contents). Units without such a copy refuse the failover, or with `leave_behind`
+    stay where they are (SwitchPlan.behind names them)."""
+    planned = _in_scope(catalog, scope, switch, "failover", reasons.FAILOVER_REFUSED)
+    copies, behind = [], []
+    for unit in planned.plan.units:
+        recorded = planned.refs[unit.id].parameters.get(replica_key(switch.target.name, "checksum"))
+        if recorded:
+            copies.append(RecordedCopy(unit.id, unit.target, recorded))
+        else:
+            behind.append(f"{unit.id}: no verified copy on {switch.target.name} is recorded")
+    checks = check_copies(copies, storage, verify, owner=owner)
+    behind += [f"{c.copy.unit_id}: {c.reason}" for c in checks if not c.whole]
+    if behind and not leave_behind:
+        raise SwitchRefused(reasons.FAILOVER_REFUSED, (
+            f"unplanned failover to {switch.target.name} refused, nothing was changed: {len(behind)} of "
+            f"{len(planned.plan.units)} units have no whole recorded copy there: {_first(behind)}; "
+            "spec.failover.leaveBehind lets them keep pointing at the primary"))
+    whole = [c.copy for c in checks if c.whole]
+    verified = _verified(catalog, scope, planned, {c.unit_id for c in whole})
+    return SwitchPlan(len(whole), (), verified, copies_relist(whole, storage, verify, owner), tuple(behind))
 
 
 _GENERATION = re.compile(r"g([0-9]{1,9})")
@@ -151,23 +241,21 @@ def failback_home(location: str, switch: Switch) -> str | None:
 
 
 class Recheck:
-    """The second listing of a switch: called by the location engine after its writes, before they commit. Names
-    the units no longer in sync (a file appended, removed or rewritten since the check) and remembers them in
-    `changed`, so the switch is written again without them."""
+    """The second listing of a switch, asked by the location engine after its writes and before they commit:
+    names the units no longer what was verified (a file appended, removed or rewritten since the check) and
+    remembers them in `changed`, so the switch is written again without them."""
 
-    def __init__(self, storage: Storage, verify: str, owner: Owner | None) -> None:
-        self.storage, self.verify, self.owner = storage, verify, owner
+    def __init__(self) -> None:
         self.changed: dict[str, str] = {}  # unit id -> why
 
-    def __call__(self, units: Sequence[Unit]) -> list[str]:
-        found = {c.unit.id: c.reason for c in check_units(units, self.storage, self.verify, owner=self.owner)
-                 if not c.in_sync}
+    def __call__(self, relist: Relist, ids: Collection[str]) -> list[str]:
+        found = relist(ids)
         self.changed.update(found)
         return [f"{uid}: {why}" for uid, why in found.items()]
 
 
-def relocate_changed(catalog: Catalog, scope: ReplicaScope, moved: Sequence[Moved],
-                     recheck: Recheck) -> list[RelocationReport]:
+def relocate_changed(catalog: Catalog, scope: ReplicaScope, moved: Sequence[Moved], recheck: Recheck,
+                     relist: Relist) -> list[RelocationReport]:
     """Each changed unit's location to its new directory, one journaled run per unit (anchored: nothing else of
     the table is under a unit's own directory), compare-and-set against the location it was copied from, and
     its new copy listed again before the run commits."""
@@ -176,7 +264,7 @@ def relocate_changed(catalog: Catalog, scope: ReplicaScope, moved: Sequence[Move
         request = RelocationRequest(unit.location, unit.unit.target.uri, Scope(scope.database, scope.table),
                                     allow_scheme_change=True, expected_locations=(unit.location,))
         try:
-            reports.append(catalog.relocate(request, confirm=lambda unit=unit: recheck([unit.unit])))
+            reports.append(catalog.relocate(request, confirm=lambda uid=unit.unit.id: recheck(relist, [uid])))
         except RelocationRefused as refused:
             raise SwitchRefused(reasons.RELOCATION_REFUSED, str(refused)) from None
     return reports
@@ -191,13 +279,15 @@ def switch_locations(catalog: Catalog, scope: ReplicaScope, switch: Switch, plan
     for prefix in (switch.source.filesystem, *switch.source.aliases):
         while True:
             moving = {uid: location for uid, location in plan.verified.items() if uid not in recheck.changed}
-            units = [u for u in plan.current if u.id in moving]
+            ids = [uid for uid in moving if uid != TABLE_ROOT]
             request = RelocationRequest(prefix, switch.target.filesystem, Scope(scope.database, scope.table),
                                         allow_scheme_change=True, expected_locations=tuple(sorted(set(moving.values()))))
             try:
                 dry = catalog.relocate(RelocationRequest(**{**request.__dict__, "dry_run": True}))
                 if dry.rewritten:
-                    reports.append(catalog.relocate(request, confirm=lambda units=units: recheck(units)))
+                    relist = plan.relist
+                    confirm = None if relist is None else (lambda ids=ids: recheck(relist, ids))
+                    reports.append(catalog.relocate(request, confirm=confirm))
                 break
             except RelocationRefused as refused:
                 changed_now = [r for r in refused.refusals if r.reason == CHANGED_AFTER_CHECK]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Final
 
 from hivecat import reasons
@@ -16,8 +17,9 @@ from hivecat.kinds import TABLE_REPLICA
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.fields import choice, flag, mapping, opt_str, whole
 from hivecat.specs.schema import check_spec
+from hivecat.timestamps import parse_rfc3339
 
-__all__ = ["CopySettings", "TableReplicaSpec", "parse_table_replica", "parse_duration", "SpecInvalid"]
+__all__ = ["CopySettings", "FailoverSettings", "TableReplicaSpec", "parse_table_replica", "parse_duration", "SpecInvalid"]
 
 DEFAULT_INTERVAL: Final = 3600.0  # a TableReplica without schedule.interval syncs hourly
 DEFAULT_HOUSEKEEPING_DELAY: Final = 3 * 24 * 3600.0  # copies of dropped partitions kept 3 days (as circus-train)
@@ -25,6 +27,9 @@ MIN_INTERVAL: Final = 1.0
 MAX_INTERVAL: Final = 30 * 24 * 3600.0
 MAX_SECONDARIES: Final = 16
 VERIFY_MODES: Final = ("size", "checksum")
+PLANNED: Final = "Planned"      # the primary answers: each copy is checked against its original
+UNPLANNED: Final = "Unplanned"  # the primary does not answer and is never read: each copy is checked from itself
+FAILOVER_KINDS: Final = (PLANNED, UNPLANNED)
 ENGINES: Final = ("auto", "spark", "local")
 _NAME: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _IDENTIFIER: Final = re.compile(r"[A-Za-z0-9_]{1,128}")
@@ -36,6 +41,18 @@ class CopySettings:
     parallelism: int | None = None
     bandwidth_mbps: int | None = None
     engine: str = "auto"  # auto | spark | local
+
+
+@dataclass(frozen=True)
+class FailoverSettings:
+    """How a change of spec.active to a secondary switches the table (spec.failover)."""
+
+    kind: str = PLANNED
+    # Unplanned: the recovery point (status.replicas[].recoveryPoint of the target) the author accepts to lose
+    # everything changed after; refused when the target's is older, or when this value is older than the last switch
+    # (a value left from an earlier failover)
+    accept_recovery_point: datetime | None = None
+    leave_behind: bool = False  # Unplanned: units without a whole recorded copy stay on the primary
 
 
 @dataclass(frozen=True)
@@ -54,6 +71,7 @@ class TableReplicaSpec:
     copy: CopySettings
     suspend: bool
     housekeeping_delay: float = DEFAULT_HOUSEKEEPING_DELAY  # seconds a copy of a gone unit is kept, marked
+    failover: FailoverSettings = FailoverSettings()
     uid: str = ""  # metadata.uid: the owner its copies record (a TableReplica made again is another owner)
 
     @property
@@ -112,6 +130,7 @@ def parse_table_replica(body: Mapping[str, Any]) -> TableReplicaSpec:
         suspend=flag(spec, "suspend", "spec", False),
         housekeeping_delay=DEFAULT_HOUSEKEEPING_DELAY if delay is None
         else parse_duration(delay, "spec.housekeeping.delay", reasons.INVALID_FIELD),
+        failover=_failover(spec.get("failover")),
         uid=str(meta.get("uid") or ""),
     )
     check_spec(TABLE_REPLICA.kind, body)  # what the checks above leave to the CRD's schema
@@ -127,6 +146,21 @@ def parse_duration(value: Any, where: str, reason: str = reasons.INVALID_SCHEDUL
     if not MIN_INTERVAL <= seconds <= MAX_INTERVAL:
         raise SpecInvalid(reason, f"{where} {value} is outside 1s to 30 days (720h)")
     return seconds
+
+
+def _failover(value: Any) -> FailoverSettings:
+    raw = mapping(value, "spec.failover")
+    kind = choice(raw, "kind", FAILOVER_KINDS, PLANNED, "spec.failover")
+    text = opt_str(raw, "acceptRecoveryPoint", "spec.failover")
+    accepted = None if text is None else parse_rfc3339(text)
+    if text is not None and accepted is None:
+        raise SpecInvalid(reasons.INVALID_FIELD, "spec.failover.acceptRecoveryPoint must be a time such as "
+                                                 "2026-11-27T10:00:00Z, copied from status.replicas[].recoveryPoint")
+    if kind == UNPLANNED and accepted is None:
+        raise SpecInvalid(reasons.INVALID_FIELD, "an Unplanned failover needs spec.failover.acceptRecoveryPoint: the "
+                                                 "target's status.replicas[].recoveryPoint, the point you accept to "
+                                                 "lose what changed after")
+    return FailoverSettings(kind, accepted, flag(raw, "leaveBehind", "spec.failover", False))
 
 
 def _identifier(spec: Mapping[str, Any], field: str, default: str | None) -> str:
