@@ -7,10 +7,15 @@ file); labels name resources, clusters and the location engine's object kinds, n
     hivecat_drift_locations{namespace,clusterstorage}    locations under a drift source at the last scan
     hivecat_copy_bytes_total / hivecat_copy_files_total{namespace,tablereplica,cluster}
     hivecat_replica_lag_seconds / hivecat_replica_in_sync_ratio{namespace,tablereplica,cluster}
+    hivecat_replica_rpo_seconds / hivecat_replica_failover_ready{namespace,tablereplica,cluster}  what an
+                                                         unplanned failover would lose (age of the recovery
+                                                         point, at scrape time) and whether it would move
+                                                         every unit, as last measured
     hivecat_reconcile_errors_total{kind,reason}          passes that ended Ready=False (reason as in status)
     hivecat_policy_violations_total{namespace,kind,reason,enforcement}  passes that asked for what no
                                                          CatalogPolicy grants (Audit: reported only)
-    hivecat_run_duration_seconds{kind,run}                histogram of passes: sync, drift scan, catalog check
+    hivecat_run_duration_seconds{kind,run}                histogram of passes: sync, readiness, drift scan, catalog
+                                                         check
     hivecat_event_loop_lag_seconds                       histogram of how late the event loop ran a timer
     hivecat_event_loop_lag_max_seconds                   the worst of those since the operator started
 """
@@ -27,6 +32,7 @@ from prometheus_client import (CollectorRegistry, Counter, Gauge, GCCollector, H
                                ProcessCollector, start_http_server)
 
 from hivecat.catalog.model import RelocationReport
+from hivecat.replication.readiness import Readiness
 
 REGISTRY = CollectorRegistry()
 for _collector in (ProcessCollector, PlatformCollector, GCCollector):
@@ -46,6 +52,12 @@ REPLICA_LAG = Gauge("hivecat_replica_lag_seconds", "Age of the oldest change on 
                     "verified on a secondary (0 when in sync)", _REPLICA, registry=REGISTRY)
 REPLICA_IN_SYNC = Gauge("hivecat_replica_in_sync_ratio", "Units verified on a secondary out of the units in "
                         "scope", _REPLICA, registry=REGISTRY)
+REPLICA_RPO = Gauge("hivecat_replica_rpo_seconds", "Age of a secondary's recovery point: what an unplanned failover "
+                    "to it would lose, growing while nothing newer is measured (the primary does not answer)",
+                    _REPLICA, registry=REGISTRY)
+REPLICA_FAILOVER_READY = Gauge("hivecat_replica_failover_ready", "1 when an unplanned failover to the secondary "
+                               "would move every unit (each has a whole recorded copy), as last measured",
+                               _REPLICA, registry=REGISTRY)
 RECONCILE_ERRORS = Counter("hivecat_reconcile_errors", "Passes that ended not ready, by kind and reason",
                            ("kind", "reason"), registry=REGISTRY)
 POLICY_VIOLATIONS = Counter("hivecat_policy_violations", "Passes of a resource that asked for something no "
@@ -132,6 +144,15 @@ def record_sync(namespace: str, name: str, figures: Sequence[ReplicaFigures]) ->
             REPLICA_LAG.labels(*labels).set(f.lag_seconds)
 
 
+def record_readiness(namespace: str, name: str, measured: Sequence[Readiness]) -> None:
+    """The last readiness of each secondary; the recovery point's age is read at each scrape."""
+    for m in measured:
+        labels = (namespace, name, m.cluster)
+        REPLICA_FAILOVER_READY.labels(*labels).set(1.0 if m.failover_ready else 0.0)
+        point = m.recovery_point.timestamp()
+        REPLICA_RPO.labels(*labels).set_function(lambda point=point: max(0.0, time.time() - point))
+
+
 def record_error(kind: str, reason: str) -> None:
     RECONCILE_ERRORS.labels(kind, reason).inc()
 
@@ -145,7 +166,7 @@ def forget(namespace: str, name: str, kind: str) -> None:
     if kind == "ClusterStorage":
         _remove(DRIFT_LOCATIONS, lambda labels: labels[:2] == (namespace, name))
         return
-    for metric in (COPY_BYTES, COPY_FILES, REPLICA_LAG, REPLICA_IN_SYNC):
+    for metric in (COPY_BYTES, COPY_FILES, REPLICA_LAG, REPLICA_IN_SYNC, REPLICA_RPO, REPLICA_FAILOVER_READY):
         _remove(metric, lambda labels: labels[:2] == (namespace, name))
 
 

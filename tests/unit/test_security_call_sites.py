@@ -18,7 +18,8 @@ SCANNED = ("handlers/*.py", "act/*.py", "reconcile/*.py", "replication/launch/*.
 PRIMITIVES = frozenset({
     "open_backend", "open_catalog", "catalog_backends", "registry_text", "probe_sql", "probe_thrift", "probe_glue",
     "read_schema_state", "ensure_default_database", "glue_client", "assume_role", "check_units", "housekeep",
-    "write_plan", "read_plan", "check_switch", "cluster_storage", "update_unit_params", "relocate_changed", "switch_locations",
+    "write_plan", "read_plan", "check_switch", "check_unplanned", "check_copies", "unanswered", "cluster_storage",
+    "update_unit_params", "relocate_changed", "switch_locations",
     "scan_drift", "repair_drift", "LocalLauncher", "WorkloadLauncher", "Popen"})
 K8S = frozenset({"apply", "delete", "read_secret", "read_secret_keys"})
 ROW = re.compile(r"^\| `(?P<module>[^`]+)` \| `(?P<function>[^`]+)` \| `(?P<call>[^`]+)` \| (?P<guard>.+) \|$")

@@ -21,6 +21,7 @@ from hivecat.copy.storage import Location, Storage
 from hivecat.replication.bookkeeping import replica_key
 from support.replica_lake import (NOW, InProcess, Liar, Ports, lake, locations, replica,  # noqa: F401
                                   write_partition)
+from hivecat.act.readiness import readiness_pass
 from hivecat.act.tablereplica import sync_pass
 from hivecat.reconcile.clusterstorage import Backend
 from hivecat.reconcile.failover_readiness import remembered
@@ -164,3 +165,52 @@ def test_a_damaged_copy_is_named_and_never_switched_to(behind) -> None:
                                       f"file://{table_dir}/dt=2026-11-03", f"file://{table_dir}/dt=2026-11-04"]
     assert out.status["leftBehind"]["units"] == 3
     assert catalog.params("2026-11-02")[replica_key("dr1", "checksum")].startswith("sha256:")
+
+
+def test_the_readiness_check_measures_without_copying_or_recording_and_keeps_the_last_while_down(lake) -> None:
+    roots, clusters, catalog, table_dir = lake
+    first = run(replica(), catalog, clusters, OutagePorts(catalog, InProcess(), Storage()), run_id="r1", now=NOW)
+    write_partition(table_dir, "2026-11-04")
+    catalog.partitions[("2026-11-04",)] = PartitionInfo("sales", "events", ("2026-11-04",),
+                                                        f"file://{table_dir}/dt=2026-11-04")
+    writes, launcher = len(catalog.writes), Liar()
+    spec = replica(suspend=True)
+    out = readiness_pass(spec, [Backend("Database", None)], clusters, OutagePorts(catalog, launcher, Storage()),
+                         memory=remembered(first.status), clock=lambda: LATER)
+    assert out.error is None and launcher.runs == 0 and len(catalog.writes) == writes
+    assert [(r["cluster"], r["failoverReady"], r["withoutCopy"]) for r in out.status] == [
+        ("dr1", False, ["sales.events/dt=2026-11-04"]), ("dr2", False, ["sales.events/dt=2026-11-04"])]
+    down = readiness_pass(spec, [Backend("Database", None)], clusters,
+                          OutagePorts(catalog, launcher, Outage(roots["main"])),
+                          memory=remembered({**first.status, "readiness": out.status}), clock=lambda: LATER)
+    assert down.measured == [] and down.status == out.status
+
+
+def test_a_copy_location_written_into_the_bookkeeping_is_never_read_or_switched_to(behind) -> None:
+    """The catalog's parameters are writable by whoever owns the table: an unplanned failover takes only the
+    fingerprint from them, and looks for the copy where the registry places it on the target, through the
+    storage the namespace's policy routes (never a path a parameter names)."""
+    roots, clusters, catalog, table_dir, status = behind
+    elsewhere = roots["dr2"] / "team-b"
+    elsewhere.mkdir()
+    for day in ("2026-11-01", "2026-11-02", "2026-11-03"):
+        unit = catalog.partitions[(day,)]
+        catalog.partitions[(day,)] = PartitionInfo(unit.database, unit.table, unit.values, unit.location,
+                                                   {**unit.parameters, replica_key("dr1", "location"):
+                                                    f"file://{elsewhere}/dt={day}"})
+    guard = Outage(roots["main"])
+    seen: list[str] = []
+    filesystem = guard.filesystem
+
+    def watched(location):
+        seen.append(location.uri)
+        return filesystem(location)
+    guard.filesystem = watched
+    point = next(r for r in status["readiness"] if r["cluster"] == "dr1")["recoveryPoint"]
+    out = run(replica(active="dr1", secondaries=["dr1"], failover={"kind": "Unplanned", "acceptRecoveryPoint": point,
+                                                                   "leaveBehind": True}),
+              catalog, clusters, OutagePorts(catalog, InProcess(), guard), status)
+    assert out.status["active"] == "dr1"
+    assert not any(uri.startswith(f"file://{elsewhere}") for uri in seen)
+    on_dr1 = roots["dr1"] / "sales.db" / "events"
+    assert locations(catalog)[1:4] == [f"file://{on_dr1}/dt={d}" for d in ("2026-11-01", "2026-11-02", "2026-11-03")]

@@ -29,6 +29,7 @@ from typing import Any
 import kopf
 
 from hivecat import k8s, metrics, reasons
+from hivecat.act.readiness import readiness_pass
 from hivecat.act.tablereplica import Ended, SyncOutcome, forget_pass, sync_pass
 from hivecat.config import config
 from hivecat.copy.copier import new_run_id
@@ -130,8 +131,12 @@ async def syncer(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, 
         await sleeper.sleep(TICK)
         while not stopped:
             wait = IDLE if body.meta.get("deletionTimestamp") else _due_in(body, memo)
-            if wait > 0:
-                await sleeper.sleep(min(wait, IDLE))
+            check = _readiness_due_in(body, memo)
+            if wait > 0 and check > 0:
+                await sleeper.sleep(min(wait, check, IDLE))
+                continue
+            if wait > 0:  # only the readiness check is due (also while suspended)
+                await pools.run(TABLE_REPLICA.kind, _check_readiness, body, memo, logger, indexes)
                 continue
             await pools.run(TABLE_REPLICA.kind, _sync, body, memo, lambda: bool(stopped), logger, indexes)
             metrics.LOCAL_COPIES.set(pools.local_runs().running())
@@ -195,6 +200,53 @@ def _due_in(body: kopf.Body, memo: kopf.Memo) -> float:
     if last is not None:
         ended = max(datetime.strptime(last, API_TIME).replace(tzinfo=timezone.utc).timestamp(), ended or 0.0)
     return 0.0 if ended is None else max(0.0, ended + memo["interval"] - now)
+
+
+def _readiness_due_in(body: kopf.Body, memo: kopf.Memo) -> float:
+    """Seconds until the next readiness check (inf: none while a sync's copies run, which measure it, or while
+    the spec is not taken); the first one an interval after the start, every sync restarts the interval."""
+    status = body.get("status") or {}
+    if body.meta.get("deletionTimestamp") or memo.get("copying") or status.get("phase") == "Invalid" \
+            or status.get("observedGeneration") != body.meta.get("generation"):
+        return math.inf
+    now = time.time()
+    if memo.get("readiness_generation") != body.meta.get("generation"):
+        try:
+            memo["readiness_interval"] = parse_table_replica(body).readiness_interval
+        except SpecInvalid:
+            memo["readiness_interval"] = math.inf
+        memo["readiness_generation"] = body.meta.get("generation")
+        memo["readiness_at"] = min(memo.get("readiness_at", math.inf), now + memo["readiness_interval"])
+    return max(0.0, memo["readiness_at"] - now)
+
+
+def _check_readiness(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, indexes: Indexes) -> None:
+    """parse → admitted by the policy → the readiness pass → status.readiness and its metrics. Nothing is
+    copied or recorded; a pass that cannot measure leaves status as it was and says why in the log."""
+    namespace, name = body.meta.namespace, body.meta.name
+    memo["readiness_at"] = time.time() + memo.get("readiness_interval", math.inf)
+    try:
+        spec = parse_table_replica(body)
+        policy = policy_of(namespace, indexes.policies)
+        _admitted(spec, policy, indexes)
+        backends, clusters = _resolve(spec, policy)
+    except SpecInvalid as invalid:
+        logger.info("TableReplica %s/%s readiness not checked: %s", namespace, name, invalid.reason)
+        return
+    access = _access(spec, clusters, policy, indexes)
+    status = body.get("status") or {}
+    with metrics.timed(TABLE_REPLICA.kind, "readiness"):
+        out = readiness_pass(spec, backends, clusters, LiveReplicaPorts(body, spec.catalog, access),
+                             memory=remembered(status), access=access, known_primary=status.get("primary"),
+                             clock=lambda: datetime.now(timezone.utc))
+    if out.error is not None:
+        logger.info("TableReplica %s/%s readiness not measured: %s", namespace, name, out.error)
+        return
+    metrics.record_readiness(namespace, name, out.measured)
+    try:
+        k8s.patch_status(TABLE_REPLICA, namespace, name, {"readiness": out.status})
+    except k8s.NamespaceTerminating:
+        return
 
 
 def _interval(body: kopf.Body) -> float:
@@ -264,6 +316,7 @@ def _schedule(memo: kopf.Memo, outcome: SyncOutcome, run_id: str) -> None:
     else:
         memo.pop("sync", None)
         memo["last_ended"] = time.time()
+        memo["readiness_at"] = time.time() + memo.get("readiness_interval", math.inf)  # the sync measured it
     if outcome.failed:
         failures = memo.get("failures", 0) + 1
         memo["failures"], memo["retry_at"] = failures, time.time() + backoff(failures)
@@ -308,6 +361,7 @@ def _record(namespace: str, name: str, outcome: SyncOutcome, counted: Mapping[st
                                fresh[o.cluster].bytes_copied if o.cluster in fresh else 0, o.units_in_sync,
                                o.units_total, o.lag_seconds) for o in outcome.secondaries])
     metrics.record_relocations(outcome.relocations)
+    metrics.record_readiness(namespace, name, [o.readiness for o in outcome.secondaries if o.readiness])
     ready = next((c for c in outcome.conditions if c.type == READY), None)
     if ready is not None and ready.status != "True":
         metrics.record_error(TABLE_REPLICA.kind, ready.reason)

@@ -264,6 +264,8 @@ def check_hive_catalog(spec: HiveCatalogSpec, policy: NamespacePolicy) -> Violat
 def check_table_replica(spec: TableReplicaSpec, policy: NamespacePolicy) -> Violation | None:
     return (policy.check_minimum("sync interval", spec.interval, policy.min_sync_interval,
                                  "spec.schedule.interval")
+            or policy.check_minimum("sync interval", spec.readiness_interval, policy.min_sync_interval,
+                                    "spec.schedule.readinessInterval")
             or policy.check_minimum("housekeeping delay", spec.housekeeping_delay, policy.min_housekeeping_delay,
                                     "spec.housekeeping.delay"))
 

@@ -22,6 +22,7 @@ from hivecat.timestamps import parse_rfc3339
 __all__ = ["CopySettings", "FailoverSettings", "TableReplicaSpec", "parse_table_replica", "parse_duration", "SpecInvalid"]
 
 DEFAULT_INTERVAL: Final = 3600.0  # a TableReplica without schedule.interval syncs hourly
+DEFAULT_READINESS_INTERVAL: Final = 900.0  # its readiness for an unplanned failover is measured every 15 minutes
 DEFAULT_HOUSEKEEPING_DELAY: Final = 3 * 24 * 3600.0  # copies of dropped partitions kept 3 days (as circus-train)
 MIN_INTERVAL: Final = 1.0
 MAX_INTERVAL: Final = 30 * 24 * 3600.0
@@ -72,6 +73,7 @@ class TableReplicaSpec:
     suspend: bool
     housekeeping_delay: float = DEFAULT_HOUSEKEEPING_DELAY  # seconds a copy of a gone unit is kept, marked
     failover: FailoverSettings = FailoverSettings()
+    readiness_interval: float = DEFAULT_READINESS_INTERVAL  # seconds between readiness checks (act/readiness.py)
     uid: str = ""  # metadata.uid: the owner its copies record (a TableReplica made again is another owner)
 
     @property
@@ -131,6 +133,8 @@ def parse_table_replica(body: Mapping[str, Any]) -> TableReplicaSpec:
         housekeeping_delay=DEFAULT_HOUSEKEEPING_DELAY if delay is None
         else parse_duration(delay, "spec.housekeeping.delay", reasons.INVALID_FIELD),
         failover=_failover(spec.get("failover")),
+        readiness_interval=DEFAULT_READINESS_INTERVAL if schedule.get("readinessInterval") is None
+        else parse_duration(schedule.get("readinessInterval"), "spec.schedule.readinessInterval"),
         uid=str(meta.get("uid") or ""),
     )
     check_spec(TABLE_REPLICA.kind, body)  # what the checks above leave to the CRD's schema
