@@ -151,6 +151,7 @@ FAILOVER_REFUSED: Final = "FailoverRefused"                 # the switch's gate 
 FAILBACK_REFUSED: Final = "FailbackRefused"
 FAILBACK_CANCELLED: Final = "FailbackCancelled"
 FAILBACK_COPYING: Final = "FailbackCopying"                 # the failback's copy runs; the switch follows it
+DIVERGED: Final = "Diverged"                                 # a failback holds units changed on both sides
 SWITCH_FINISHING: Final = "SwitchFinishing"                 # units a failover left behind are being copied
 RELOCATION_REFUSED: Final = "RelocationRefused"             # the location engine refused the switch's relocation
 SYNCED: Final = "Synced"                                    # Events: Normal ...

@@ -214,3 +214,63 @@ def test_a_copy_location_written_into_the_bookkeeping_is_never_read_or_switched_
     assert not any(uri.startswith(f"file://{elsewhere}") for uri in seen)
     on_dr1 = roots["dr1"] / "sales.db" / "events"
     assert locations(catalog)[1:4] == [f"file://{on_dr1}/dt={d}" for d in ("2026-11-01", "2026-11-02", "2026-11-03")]
+
+
+@pytest.mark.parametrize("winner", ["Primary", "Secondary"])
+def test_when_the_primary_returns_diverged_units_are_held_and_kept_until_the_spec_says_which_wins(
+        behind, winner) -> None:
+    roots, clusters, catalog, table_dir, status = behind
+    point = next(r for r in status["readiness"] if r["cluster"] == "dr1")["recoveryPoint"]
+    unplanned = {"kind": "Unplanned", "acceptRecoveryPoint": point, "leaveBehind": True}
+    out = run(replica(active="dr1", failover=unplanned), catalog, clusters,
+              OutagePorts(catalog, InProcess(), Outage(roots["main"])), status, run_id="r3")
+    status = {**status, **out.status}
+    on_dr1 = roots["dr1"] / "sales.db" / "events"
+    (on_dr1 / "dt=2026-11-01" / "part-8.parquet").write_bytes(b"written on dr1 while failed over")
+    originals = {p: p.read_bytes() for p in table_dir.rglob("*") if p.is_file()}
+
+    # The primary answers again. dt=2026-11-02 was appended on it before the outage, after its last copy: both
+    # versions are kept and the table keeps pointing at dr1's until the spec says which wins.
+    ports = OutagePorts(catalog, InProcess(), Storage())
+    back = run(replica(active="main", failover=unplanned), catalog, clusters, ports, status, run_id="r4")
+    home = roots["main"] / ".hivecat" / "failback" / "ns" / "events" / "g1" / "sales.db" / "events"
+    assert locations(catalog) == [f"file://{table_dir}", f"file://{home}/dt=2026-11-01",
+                                  f"file://{on_dr1}/dt=2026-11-02", f"file://{table_dir}/dt=2026-11-03",
+                                  f"file://{table_dir}/dt=2026-11-04"]
+    assert ready(back).reason == "Diverged" and "sales.events/dt=2026-11-02" in ready(back).message
+    assert "part-5.parquet" in ready(back).message  # what the primary holds that the copy lacks
+    assert back.status["diverged"] == {"cluster": "dr1", "units": 1, "first": ["sales.events/dt=2026-11-02"]}
+    assert ("Warning", "Diverged") in [(e[0], e[1]) for e in back.events]
+    status = {**status, **back.status}
+    again = run(replica(active="main"), catalog, clusters, ports, status, run_id="r5")  # held, every pass
+    assert ready(again).reason == "Diverged" and locations(catalog)[2] == f"file://{on_dr1}/dt=2026-11-02"
+    assert not [e for e in again.events if e[1] in ("FailedBack", "Diverged")]  # said once
+
+    chosen = run(replica(active="main", failback={"divergedWinner": winner}), catalog, clusters, ports,
+                 {**status, **again.status}, run_id="r6")
+    assert ready(chosen).status == "True" and chosen.status["diverged"] is None
+    assert chosen.status["leftBehind"] is None
+    if winner == "Primary":
+        assert locations(catalog)[2] == f"file://{table_dir}/dt=2026-11-02"
+    else:
+        assert locations(catalog)[2] == f"file://{home}/dt=2026-11-02"
+        assert not (home / "dt=2026-11-02" / "part-5.parquet").exists()
+    # whichever wins, the other version stays where it was, and the originals were never written
+    assert (on_dr1 / "dt=2026-11-02" / "part-0.parquet").exists()
+    assert {p: p.read_bytes() for p in table_dir.rglob("*") if p.is_file()} == originals
+
+
+def test_a_secondary_promoted_to_primary_for_good_syncs_onward_and_never_writes_the_old_primary(behind) -> None:
+    """The old primary never returns: spec.primary names the cluster the table points at, the old primary is
+    dropped (or kept as a secondary, whose originals the copy engine refuses to overwrite)."""
+    roots, clusters, catalog, table_dir, status = behind
+    point = next(r for r in status["readiness"] if r["cluster"] == "dr1")["recoveryPoint"]
+    out = run(replica(active="dr1", failover={"kind": "Unplanned", "acceptRecoveryPoint": point,
+                                              "leaveBehind": True}),
+              catalog, clusters, OutagePorts(catalog, InProcess(), Outage(roots["main"])), status)
+    status = {**status, **out.status}
+    promoted = run(replica(primary="dr1", secondaries=["dr2"]), catalog, clusters,
+                   OutagePorts(catalog, InProcess(), Outage(roots["main"])), status, run_id="r4")
+    assert (promoted.status["primary"], promoted.status["active"]) == ("dr1", "dr1")
+    assert promoted.status["inSync"] == "1/1" and ready(promoted).status == "True"
+    assert [r["cluster"] for r in promoted.status["readiness"]] == ["dr2"]

@@ -36,7 +36,7 @@ from hivecat.reconcile.tablereplica import (Access, access_refused, copy_targets
                                             require_access, resolve_clusters, unverified)
 from hivecat.replication.bookkeeping import bookkeeping, forget, read_only_marks, replica_key
 from hivecat.reconcile.failover_readiness import Remembered, readiness_status, unplanned_refusal
-from hivecat.replication.failover import (FAILBACK_DIR, Moved, Recheck, Switch, SwitchRefused, check_switch,
+from hivecat.replication.failover import (FAILBACK_DIR, Moved, Recheck, Switch, SwitchPlan, SwitchRefused, check_switch,
                                          check_unplanned, left_behind, relocate_changed, switch_locations, unanswered,
                                          units_relist)
 from hivecat.replication.readiness import readiness_of
@@ -269,7 +269,7 @@ def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str
             if refusal is not None:
                 raise SwitchRefused(reasons.FAILOVER_REFUSED, f"unplanned failover to {switch.target.name} refused, "
                                                               f"nothing was read or changed: {refusal}")
-            _switch(spec, catalogs, switch, ports, clock, stopped, out, unplanned=unplanned)
+            switch_refused = _switch(spec, catalogs, switch, ports, clock, stopped, out, unplanned=unplanned)
             current = resolved.active
             table = catalogs[0].get_table(spec.database, spec.table) or table
         except SwitchWaiting as waiting:
@@ -329,8 +329,7 @@ def _finish_switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: 
                                                               f"{switch.source.name} runs; their switch follows it")
             if copied.error:
                 raise SwitchRefused(reasons.FAILOVER_REFUSED, copied.error)
-        _switch(spec, catalogs, switch, ports, clock, stopped, out)
-        return None
+        return _switch(spec, catalogs, switch, ports, clock, stopped, out)
     except SwitchWaiting as waiting:
         out.in_flight = True
         return Condition.of(READY, False, waiting.reason, waiting.message)
@@ -342,15 +341,17 @@ def _finish_switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: 
 
 def _switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: Switch, ports: ReplicaPorts,
             clock: Callable[[], datetime], stopped: Callable[[], bool], out: SyncOutcome, *,
-            unplanned: bool = False) -> None:
+            unplanned: bool = False) -> Condition | None:
     """Check the gate on the first backend; on failback copy the units changed while failed over to new
-    directories on the primary and verify them; then relocate on each backend (the same table in every one)."""
+    directories on the primary and verify them; then relocate on each backend (the same table in every one).
+    Returns the Ready condition while a failback holds diverged units (they stay where they are)."""
     scope = ReplicaScope(spec.database, spec.table, spec.partition_filter, spec.most_recent)
     if unplanned:
         plan = check_unplanned(catalogs[0], scope, switch, ports.storage(), spec.copy.verify, owner=owner_of(spec),
                                leave_behind=spec.failover.leave_behind)
     else:
-        plan = check_switch(catalogs[0], scope, switch, ports.storage(), spec.copy.verify, owner=owner_of(spec))
+        plan = check_switch(catalogs[0], scope, switch, ports.storage(), spec.copy.verify, owner=owner_of(spec),
+                            diverged_winner=spec.diverged_winner)
     if plan.changed:
         _copy_changed(spec, plan.changed, switch, ports, stopped)
     recheck = Recheck()
@@ -360,29 +361,51 @@ def _switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: Switch,
     runs += [report for catalog in catalogs for report in switch_locations(catalog, scope, switch, plan, recheck)]
     out.relocations.extend(runs)
     left = left_behind(catalogs[0], scope, switch)
-    for catalog in catalogs:  # for cooperating writers: where not to write any more (not enforced)
-        catalog.update_unit_params(spec.database, spec.table, [read_only_marks(switch.source.name,
-                                                                               switch.target.name)])
-    word, reason = ("failed back", reasons.FAILED_BACK) if switch.failback else ("failed over", reasons.FAILED_OVER)
+    held = sorted(d.partition(": ")[0] for d in plan.diverged)
+    if runs or not held:  # something moved: where not to write, the Event, the runs to undo
+        for catalog in catalogs:  # for cooperating writers: where not to write any more (not enforced)
+            catalog.update_unit_params(spec.database, spec.table, [read_only_marks(switch.source.name,
+                                                                                   switch.target.name)])
+        out.events.append(("Normal", reasons.FAILED_BACK if switch.failback else reasons.FAILED_OVER,
+                           _switch_words(spec, switch, plan, runs, left, held, unplanned)))
+        out.status["lastFailoverTime"] = rfc3339(clock())
+        out.status["lastFailoverRunIds"] = [r.run_id for r in runs][:MAX_RUN_IDS]
+    out.status["leftBehind"] = ({"cluster": switch.source.name, "units": len(left), "first": left[:SHOWN_LEFT]}
+                                if left else None)
+    out.status["diverged"] = ({"cluster": switch.source.name, "units": len(held), "first": held[:SHOWN_LEFT]}
+                              if held else None)
+    if not held:
+        return None
+    message = (f"{len(held)} units changed on {switch.target.name} after the copy the table points at was made, "
+               f"and may have changed on {switch.source.name} too: they stay on {switch.source.name}, and both "
+               f"versions are kept: {first_of(list(plan.diverged))}; spec.failback.divergedWinner (Primary or "
+               "Secondary) says which version the table points at")
+    if runs:
+        out.events.append(("Warning", reasons.DIVERGED, message))
+    return Condition.of(READY, False, reasons.DIVERGED, message)
+
+
+def _switch_words(spec: TableReplicaSpec, switch: Switch, plan: SwitchPlan, runs: Sequence[RelocationReport],
+                  left: Sequence[str], held: Sequence[str], unplanned: bool) -> str:
+    """The FailedOver / FailedBack Event's message."""
+    word = "failed back" if switch.failback else "failed over"
+    if unplanned:
+        word += f" (unplanned, recovery point {rfc3339(spec.failover.accept_recovery_point)} accepted)"
     copied = (f"; {len(plan.changed)} units changed while failed over were copied to new directories under "
               f"{switch.target.filesystem.rstrip('/')}/{FAILBACK_DIR}/{switch.home} (their originals stay "
               "as they were)" if plan.changed else "")
+    won = (f"; {len(plan.originals_won)} diverged units point at their originals again "
+           f"(spec.failback.divergedWinner Primary): {first_of(list(plan.originals_won))}" if plan.originals_won
+           else "")
     stayed = (f"; {len(plan.behind)} units without a whole recorded copy stay on {switch.source.name} "
-              f"(spec.failover.leaveBehind): {first_of(plan.behind)}" if plan.behind else "")
-    after = sorted(set(left) - {b.partition(': ')[0] for b in plan.behind})
+              f"(spec.failover.leaveBehind): {first_of(list(plan.behind))}" if plan.behind else "")
+    after = sorted(set(left) - {b.partition(": ")[0] for b in plan.behind} - set(held))
     stayed += (f"; {len(after)} units changed or added after the check stay on {switch.source.name} until the "
                f"next pass copies them and moves them: {first_of(after)}" if after else "")
-    if unplanned:
-        word += f" (unplanned, recovery point {rfc3339(spec.failover.accept_recovery_point)} accepted)"
-    out.events.append(("Normal", reason, f"{spec.qualified_table} {word} from {switch.source.name} to "
-                                         f"{switch.target.name}: {plan.units} units verified, "
-                                         f"{sum(r.rewritten for r in runs)} locations rewritten in run(s) "
-                                         f"{', '.join(r.run_id for r in runs) or 'none'}{copied}{stayed}; an undo "
-                                         "of a run restores its locations"))
-    out.status["lastFailoverTime"] = rfc3339(clock())
-    out.status["lastFailoverRunIds"] = [r.run_id for r in runs][:MAX_RUN_IDS]
-    out.status["leftBehind"] = ({"cluster": switch.source.name, "units": len(left), "first": left[:SHOWN_LEFT]}
-                                if left else None)
+    return (f"{spec.qualified_table} {word} from {switch.source.name} to {switch.target.name}: {plan.units} units "
+            f"verified, {sum(r.rewritten for r in runs)} locations rewritten in run(s) "
+            f"{', '.join(r.run_id for r in runs) or 'none'}{copied}{won}{stayed}; an undo of a run restores its "
+            "locations")
 
 
 def _copy_changed(spec: TableReplicaSpec, changed: Sequence[Moved], switch: Switch, ports: ReplicaPorts,

@@ -41,6 +41,8 @@ from hivecat.copy.storage import Storage, parse_uri
 from hivecat.locations.prefix import rebase
 from hivecat.replication.registry import ClusterEntry
 from hivecat.replication.bookkeeping import replica_key
+from hivecat.replication.divergence import diverged
+from hivecat.specs.tablereplica import PRIMARY_WINS, SECONDARY_WINS
 from hivecat.replication.planner import PlanRefused, ReplicaPlan, ReplicaScope, plan_replica
 from hivecat.copy.owner import Owner
 from hivecat.replication.verify import (IN_SYNC, NOT_OWNED, SOURCE_MISSING, STALE, RecordedCopy, check_copies,
@@ -105,6 +107,8 @@ class SwitchPlan:
     verified: Mapping[str, str] = field(default_factory=dict)
     relist: Relist | None = field(default=None, compare=False)  # the second listing of the verified units
     behind: tuple[str, ...] = field(default=())  # unplanned, leaving units behind: "<unit id>: why" of each
+    diverged: tuple[str, ...] = field(default=())  # failback: "<unit id>: why" of units held (both sides changed)
+    originals_won: tuple[str, ...] = field(default=())  # failback: diverged units pointed back at their originals
 
 
 TABLE_ROOT = ""  # SwitchPlan.verified's key of a partitioned table's own location
@@ -145,10 +149,13 @@ def unanswered(storage: Storage, cluster: ClusterEntry) -> str | None:
 
 
 def check_switch(catalog: Catalog, scope: ReplicaScope, switch: Switch, storage: Storage, verify: str, *,
-                 owner: Owner | None = None) -> SwitchPlan:
+                 owner: Owner | None = None, diverged_winner: str | None = None) -> SwitchPlan:
     """Refuse (SwitchRefused) unless every unit may move; what moves, and (failback) what must be copied first.
     `owner`: the TableReplica whose copies these are (a copy another owner made is never switched to). The
-    originals are read: a primary that does not answer refuses it (an unplanned failover does not read it)."""
+    originals are read: a primary that does not answer refuses it (an unplanned failover does not read it).
+    A failback holds a diverged unit (replication/divergence.py) where it is, unless `diverged_winner` says
+    which version the table points at: the original (Primary) or the secondary's, copied to a new directory
+    (Secondary); the other is kept where it is either way."""
     word = "failback" if switch.failback else "failover"
     reason = reasons.FAILBACK_REFUSED if switch.failback else reasons.FAILOVER_REFUSED
     planned = _in_scope(catalog, scope, switch, word, reason)
@@ -163,9 +170,17 @@ def check_switch(catalog: Catalog, scope: ReplicaScope, switch: Switch, storage:
     if switch.failback:  # the copies (with their manifests) are on the source; the originals on the target
         units = [Unit(u.id, u.target, u.source) for u in units]
     checks = check_units(units, storage, verify, owner=owner)
+    held: list[str] = []
+    back: set[str] = set()  # diverged units whose original wins: pointed back at it, as units in sync are
     if switch.failback:
         changed = [c for c in checks if c.state in CHANGED]
         missing = [f"{c.unit.id}: {c.reason}" for c in checks if c.state != IN_SYNC and c.state not in CHANGED]
+        split = {c.unit.id: diverged(c.unit.source, c.unit.target, storage) for c in changed}  # original, copy
+        if diverged_winner == PRIMARY_WINS:
+            back = {uid for uid, why in split.items() if why}
+        elif diverged_winner != SECONDARY_WINS:
+            held = [f"{uid}: {why}" for uid, why in split.items() if why]
+        changed = [c for c in changed if not split[c.unit.id] or diverged_winner == SECONDARY_WINS]
     else:
         changed, missing = [], [f"{c.unit.id}: {c.reason}" for c in checks if not c.in_sync]
     if missing:
@@ -183,10 +198,11 @@ def check_switch(catalog: Catalog, scope: ReplicaScope, switch: Switch, storage:
         moved.append(Moved(Unit(check.unit.id, check.unit.target, parse_uri(home, f"unit {check.unit.id!r}: "
                                                                                   "target")), ref.location))
     check_overlaps([m.unit for m in moved])
-    moved_ids = {m.unit.id for m in moved}
-    verified = _verified(catalog, scope, planned, set(planned.refs) - moved_ids)
+    moving = {m.unit.id for m in moved} | {h.partition(": ")[0] for h in held}
+    verified = _verified(catalog, scope, planned, set(planned.refs) - moving)
     relist = units_relist([c.unit for c in checks if c.state == IN_SYNC], storage, verify, owner)
-    return SwitchPlan(len(checks), tuple(moved), verified, relist)
+    return SwitchPlan(len(checks) - len(held), tuple(moved), verified, relist, diverged=tuple(held),
+                      originals_won=tuple(sorted(back)))
 
 
 def check_unplanned(catalog: Catalog, scope: ReplicaScope, switch: Switch, storage: Storage, verify: str, *,

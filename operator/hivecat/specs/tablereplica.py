@@ -31,6 +31,8 @@ VERIFY_MODES: Final = ("size", "checksum")
 PLANNED: Final = "Planned"      # the primary answers: each copy is checked against its original
 UNPLANNED: Final = "Unplanned"  # the primary does not answer and is never read: each copy is checked from itself
 FAILOVER_KINDS: Final = (PLANNED, UNPLANNED)
+PRIMARY_WINS: Final = "Primary"      # spec.failback.divergedWinner: a diverged unit points back at its original
+SECONDARY_WINS: Final = "Secondary"  # ... at the secondary's version, copied to a new directory on the primary
 ENGINES: Final = ("auto", "spark", "local")
 _NAME: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _IDENTIFIER: Final = re.compile(r"[A-Za-z0-9_]{1,128}")
@@ -74,6 +76,7 @@ class TableReplicaSpec:
     housekeeping_delay: float = DEFAULT_HOUSEKEEPING_DELAY  # seconds a copy of a gone unit is kept, marked
     failover: FailoverSettings = FailoverSettings()
     readiness_interval: float = DEFAULT_READINESS_INTERVAL  # seconds between readiness checks (act/readiness.py)
+    diverged_winner: str | None = None  # spec.failback.divergedWinner; None: a failback holds diverged units
     uid: str = ""  # metadata.uid: the owner its copies record (a TableReplica made again is another owner)
 
     @property
@@ -133,6 +136,8 @@ def parse_table_replica(body: Mapping[str, Any]) -> TableReplicaSpec:
         housekeeping_delay=DEFAULT_HOUSEKEEPING_DELAY if delay is None
         else parse_duration(delay, "spec.housekeeping.delay", reasons.INVALID_FIELD),
         failover=_failover(spec.get("failover")),
+        diverged_winner=choice(mapping(spec.get("failback"), "spec.failback"), "divergedWinner",
+                               (PRIMARY_WINS, SECONDARY_WINS), "", "spec.failback") or None,
         readiness_interval=DEFAULT_READINESS_INTERVAL if schedule.get("readinessInterval") is None
         else parse_duration(schedule.get("readinessInterval"), "spec.schedule.readinessInterval"),
         uid=str(meta.get("uid") or ""),
