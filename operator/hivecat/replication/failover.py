@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyarrow import fs as pafs
 
@@ -80,21 +81,19 @@ Relist = Callable[[Collection[str]], dict[str, str]]
 
 def units_relist(units: Sequence[Unit], storage: Storage, verify: str, owner: Owner | None) -> Relist:
     """A planned switch's second listing: both sides again (check_units), in sync or not."""
-    by_id = {u.id: u for u in units}
-
-    def relist(ids: Collection[str]) -> dict[str, str]:
-        listed = [by_id[i] for i in ids if i in by_id]
-        return {c.unit.id: c.reason for c in check_units(listed, storage, verify, owner=owner) if not c.in_sync}
-    return relist
+    return _relist({u.id: u for u in units}, lambda listed: [
+        (c.unit.id, c.reason) for c in check_units(listed, storage, verify, owner=owner) if not c.in_sync])
 
 
 def copies_relist(copies: Sequence[RecordedCopy], storage: Storage, verify: str, owner: Owner | None) -> Relist:
     """An unplanned switch's second listing: the copies again, from themselves (check_copies)."""
-    by_id = {c.unit_id: c for c in copies}
+    return _relist({c.unit_id: c for c in copies}, lambda listed: [
+        (c.copy.unit_id, c.reason) for c in check_copies(listed, storage, verify, owner=owner) if not c.whole])
 
+
+def _relist(by_id: Mapping[str, Any], check: Callable[[list[Any]], list[tuple[str, str]]]) -> Relist:
     def relist(ids: Collection[str]) -> dict[str, str]:
-        listed = [by_id[i] for i in ids if i in by_id]
-        return {c.copy.unit_id: c.reason for c in check_copies(listed, storage, verify, owner=owner) if not c.whole}
+        return dict(check([by_id[i] for i in ids if i in by_id]))
     return relist
 
 
