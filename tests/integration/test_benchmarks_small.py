@@ -18,7 +18,8 @@ if not BENCHMARKS:
 
 
 @pytest.mark.parametrize("script", BENCHMARKS)
-def test_benchmark_small_mode_prints_json_last(script: Path) -> None:
+def test_benchmark_small_mode_prints_json_last(script: Path, mariadb_server: str, postgres_server: str) -> None:
+    """The database servers some benchmarks use (HIVECAT_TEST_MYSQL_URL, ..._PG_URL by default) are running."""
     result = subprocess.run([sys.executable, str(script), "--small"], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     figures = json.loads(result.stdout.strip().splitlines()[-1])

@@ -86,6 +86,7 @@ def test_the_readiness_before_the_outage_names_the_recovery_point_and_the_units_
     assert dr1["recoveryPoint"] == "2025-11-25T13:00:00Z"
     assert dr1["failoverReady"] is False and dr1["unitsWithoutCopy"] == 1
     assert dr1["withoutCopy"] == ["sales.events/dt=2026-11-04"]
+    assert dr1["unitsBehind"] == 2 and dr1["behind"] == ["sales.events/dt=2026-11-02", "sales.events/dt=2026-11-04"]
     assert dr1["measuredAt"] == "2026-11-25T13:00:00Z" and dr1["units"] == 4
 
 

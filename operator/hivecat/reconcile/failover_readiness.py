@@ -57,6 +57,7 @@ def readiness_entry(measured: Readiness) -> dict[str, Any]:
             "recoveryPoint": rfc3339(measured.recovery_point),
             "recoveryPointAge": format_duration((measured.measured_at - measured.recovery_point).total_seconds()),
             "measuredAt": rfc3339(measured.measured_at), "units": measured.units,
+            "unitsBehind": len(measured.behind), "behind": list(measured.behind[:SHOWN_WITHOUT_COPY]),
             "unitsWithoutCopy": len(measured.without_copy),
             "withoutCopy": list(measured.without_copy[:SHOWN_WITHOUT_COPY])}
 

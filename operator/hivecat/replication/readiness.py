@@ -4,7 +4,8 @@ both sides (the checks a sync or a readiness pass made), without I/O here.
 - The recovery point: every change on the primary before it is on the secondary. It is the oldest change not
   yet copied (the mtime of the oldest file of a stale unit that its copy lacks), or, with every unit in sync,
   when the listing began. An unplanned failover loses what changed after it.
-- Units without a copy: those an unplanned failover could not move (replication/failover.check_unplanned):
+- Units behind: those not in sync, whose changes after the recovery point an unplanned failover loses; among
+  them the units without a copy, which it could not move at all (replication/failover.check_unplanned):
   neither in sync and recorded, nor stale with the last recorded copy still intact.
 
 Measured only when the primary answered: with any unit unreadable the measurement is None, and status keeps
@@ -28,6 +29,7 @@ class Readiness:
     recovery_point: datetime       # every change on the primary before it is on the cluster
     without_copy: tuple[str, ...]  # unit ids an unplanned failover could not move
     units: int                     # units in scope
+    behind: tuple[str, ...] = ()   # unit ids not in sync: what changed after the recovery point is in these
 
     @property
     def failover_ready(self) -> bool:
@@ -53,4 +55,5 @@ def readiness_of(cluster: str, checks: Sequence[UnitCheck], recorded: Mapping[st
         kept = recorded.get(check.unit.id)
         if check.copy_fingerprint is None or kept != check.copy_fingerprint:
             without.append(check.unit.id)
-    return Readiness(cluster, began, point, tuple(without), len(checks))
+    return Readiness(cluster, began, point, tuple(without), len(checks),
+                     tuple(c.unit.id for c in checks if not c.in_sync))
