@@ -203,3 +203,13 @@ def test_thrift_moves_exactly_the_expected_locations_and_a_change_undoes_the_run
     catalog.relocate(request, confirm=lambda: [])
     assert _thrift_locations(catalog, db) == {k: (rebase(v, old, new) if v in expected else v)
                                               for k, v in before.items()}
+
+
+def test_sql_takes_as_many_expected_locations_as_a_large_table_has_units(sql_lake) -> None:
+    """5,000 expected locations (the run row keeps their digest: their text would not fit its column)."""
+    catalog, url, chunk_size, metadata = sql_lake
+    before = _sql_dump(url, metadata)
+    expected = {EVENTS, f"{EVENTS}/dt=2026-11-01"} | {f"{EVENTS}/dt=2020-{i:05d}/hr={i % 24:02d}" for i in range(5000)}
+    catalog.relocate(RelocationRequest(EVENTS, EVENTS.replace(OLD, NEW), Scope("sales", "events"),
+                                       chunk_size=chunk_size, expected_locations=tuple(sorted(expected))))
+    assert _sql_dump(url, metadata) == moved_only(before, expected, EVENTS, EVENTS.replace(OLD, NEW))

@@ -28,6 +28,7 @@ values too long for their column) first unpacks them into entries (Journal.unpac
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import socket
@@ -199,7 +200,15 @@ def _now() -> dt.datetime:
 
 
 def request_to_json(request: RelocationRequest) -> str:
-    return json.dumps(asdict(request), sort_keys=True)
+    """The request as the run row keeps it (resume compares it, nothing parses it back). Expected locations, as
+    many as a table has units, are kept as their count and digest: the row's column is a TEXT (64 KiB on MySQL),
+    and each planned entry records its old value anyway."""
+    data = asdict(request)
+    expected = data.pop("expected_locations")
+    if expected is not None:
+        text = "\n".join(sorted(expected)).encode()
+        data["expected_locations"] = {"count": len(expected), "sha256": hashlib.sha256(text).hexdigest()}
+    return json.dumps(data, sort_keys=True)
 
 
 @dataclass(frozen=True)
