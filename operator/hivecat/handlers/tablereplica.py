@@ -205,18 +205,18 @@ def _due_in(body: kopf.Body, memo: kopf.Memo) -> float:
 def _readiness_due_in(body: kopf.Body, memo: kopf.Memo) -> float:
     """Seconds until the next readiness check (inf: none while a sync's copies run, which measure it, or while
     the spec is not taken); the first one an interval after the start, every sync restarts the interval."""
-    status = body.get("status") or {}
-    if body.meta.get("deletionTimestamp") or memo.get("copying") or status.get("phase") == "Invalid" \
-            or status.get("observedGeneration") != body.meta.get("generation"):
-        return math.inf
     now = time.time()
-    if memo.get("readiness_generation") != body.meta.get("generation"):
+    if memo.get("readiness_generation") != body.meta.get("generation"):  # parse the interval once per spec
         try:
             memo["readiness_interval"] = parse_table_replica(body).readiness_interval
         except SpecInvalid:
             memo["readiness_interval"] = math.inf
         memo["readiness_generation"] = body.meta.get("generation")
         memo["readiness_at"] = min(memo.get("readiness_at", math.inf), now + memo["readiness_interval"])
+    status = body.get("status") or {}
+    if body.meta.get("deletionTimestamp") or memo.get("copying") or status.get("phase") == "Invalid" \
+            or status.get("observedGeneration") != body.meta.get("generation"):
+        return math.inf
     return max(0.0, memo["readiness_at"] - now)
 
 
@@ -247,6 +247,8 @@ def _check_readiness(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, i
         k8s.patch_status(TABLE_REPLICA, namespace, name, {"readiness": out.status})
     except k8s.NamespaceTerminating:
         return
+    logger.info("TableReplica %s/%s readiness: %s", namespace, name, ", ".join(
+        f"{m.cluster} {len(m.behind)} behind, {len(m.without_copy)} without a copy" for m in out.measured) or "none")
 
 
 def _interval(body: kopf.Body) -> float:
