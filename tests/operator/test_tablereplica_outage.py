@@ -109,8 +109,8 @@ def test_an_unplanned_failover_with_the_namenode_killed_and_the_failback_when_it
         apply(kubectl, namespace, storage("main", lake), storage("dr", f"file://{dr}"),
               storage("s3dr", f"s3://{BUCKET}/lake"))
         apply(kubectl, namespace, replica())
-        wait_for("both copies in sync", lambda: status_of(kubectl, namespace, "clicks", "tablereplica")
-                 .get("inSync") == "2/2", timeout=180)
+        wait_for("both copies in sync and the sync ended", lambda: (s := status_of(
+            kubectl, namespace, "clicks", "tablereplica")).get("inSync") == "2/2" and "lastRunId" in s, timeout=180)
 
         # Syncs suspended; an append to one partition and a new one; the readiness check still runs.
         apply(kubectl, namespace, replica(suspend=True))

@@ -203,8 +203,9 @@ def _due_in(body: kopf.Body, memo: kopf.Memo) -> float:
 
 
 def _readiness_due_in(body: kopf.Body, memo: kopf.Memo) -> float:
-    """Seconds until the next readiness check (inf: none while a sync's copies run, which measure it, or while
-    the spec is not taken); the first one an interval after the start, every sync restarts the interval."""
+    """Seconds until the next readiness check (inf: none while a sync's copies run and its passes measure it,
+    or while the spec is not taken); the first one an interval after the start, every sync restarts the
+    interval."""
     now = time.time()
     if memo.get("readiness_generation") != body.meta.get("generation"):  # parse the interval once per spec
         try:
@@ -214,7 +215,9 @@ def _readiness_due_in(body: kopf.Body, memo: kopf.Memo) -> float:
         memo["readiness_generation"] = body.meta.get("generation")
         memo["readiness_at"] = min(memo.get("readiness_at", math.inf), now + memo["readiness_interval"])
     status = body.get("status") or {}
-    if body.meta.get("deletionTimestamp") or memo.get("copying") or status.get("phase") == "Invalid" \
+    # While a sync's copies run its passes measure readiness, except when suspended: then no pass runs at all.
+    copying = memo.get("copying") and not body.spec.get("suspend")
+    if body.meta.get("deletionTimestamp") or copying or status.get("phase") == "Invalid" \
             or status.get("observedGeneration") != body.meta.get("generation"):
         return math.inf
     return max(0.0, memo["readiness_at"] - now)
