@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make test`: the three tiers as pytest processes at once (the integration and operator tiers as two each). The integration
+# `make test`: the three tiers as pytest processes at once (the integration tier as two). The integration
 # and operator tiers spend much of their time waiting on JVMs, HDFS and the control plane, so running them
 # side by side cuts the wall time; each fixture starts its own services on free ports and unique database names,
 # so the tiers do not share state. Each tier's output is printed whole when it ends, in a block.
@@ -26,19 +26,7 @@ half_a=() half_b=()
 for i in "${!integration[@]}"; do
     if (( i % 2 == 0 )); then half_a+=("${integration[$i]}"); else half_b+=("${integration[$i]}"); fi
 done
-# The operator tier is the next longest: its files run as two processes too, each with a control plane of its
-# own; the RBAC audit, which compares the whole tier's requests with the chart, runs after both, reading both
-# control planes' audit logs (HIVECAT_TEST_AUDIT_DIR).
-mapfile -t operator < <(ls tests/operator/test_*.py | grep -v test_zz_rbac_audit.py | sort)
-op_a=() op_b=()
-for i in "${!operator[@]}"; do
-    if (( i % 2 == 0 )); then op_a+=("${operator[$i]}"); else op_b+=("${operator[$i]}"); fi
-done
-export HIVECAT_TEST_AUDIT_DIR="$logs/audit"
-mkdir -p "$HIVECAT_TEST_AUDIT_DIR"
-start_tier operator-a "${op_a[@]}"
-start_tier operator-b "${op_b[@]}"
-unset HIVECAT_TEST_AUDIT_DIR
+start_tier operator tests/operator
 start_tier integration-a "${half_a[@]}"
 start_tier integration-b "${half_b[@]}"
 start_tier unit tests/unit
@@ -54,13 +42,9 @@ report() {
 # no more than four tiers load the machine at once.
 report unit
 start_tier e2e e2e
-for name in integration-a integration-b operator-a operator-b; do
+for name in integration-a integration-b operator e2e; do
     report "$name"
 done
-export HIVECAT_TEST_AUDIT_DIR="$logs/audit"
-start_tier operator-audit tests/operator/test_zz_rbac_audit.py
-report operator-audit
-report e2e
 if [ "${#failed[@]}" -gt 0 ]; then
     echo "===== failed tiers: ${failed[*]}"
     exit 1

@@ -5,7 +5,6 @@ into a cache outside the checkout, or taken from $KUBEBUILDER_ASSETS)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess
@@ -149,11 +148,8 @@ class ControlPlane:
         self._wait(f"http://127.0.0.1:{etcd_client}/health", [etcd], verify=False, cert=None, timeout=30)
 
         # Every request a service account makes (the operator runs as one) is audited, so the operator tier can
-        # compare what the operator used with what the chart grants (tests/operator/test_zz_rbac_audit.py). When
-        # the tier runs as several processes (scripts/test-tiers.sh), each control plane's log goes to the shared
-        # HIVECAT_TEST_AUDIT_DIR, where the audit, run after them all, reads every one.
-        shared = os.environ.get("HIVECAT_TEST_AUDIT_DIR")
-        self.audit_log = Path(shared) / f"audit-{os.getpid()}.log" if shared else self.workdir / "audit.log"
+        # compare what the operator used with what the chart grants (tests/operator/test_zz_rbac_audit.py).
+        self.audit_log = self.workdir / "audit.log"
         policy = self.workdir / "audit-policy.yaml"
         policy.write_text(AUDIT_POLICY)
         apiserver = self._component(

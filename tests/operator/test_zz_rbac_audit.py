@@ -2,13 +2,11 @@
 (tests/kube/controlplane.py), and after the rest of the operator tier this compares what the operator's
 identities (the chart's ServiceAccount, namespaced and cluster-wide) did with what the chart grants: every use
 has a rule, and every rule a use (or a stated reason). Named to run last in the tier; run alone, it has
-nothing to compare and says so. `make test` runs the tier as two processes, each with a control plane of its
-own, and this test after both: it then reads every control plane's log in HIVECAT_TEST_AUDIT_DIR."""
+nothing to compare and says so."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -59,13 +57,11 @@ def used(audit_log: Path) -> set[tuple[str, str, str]]:
 
 def test_the_operator_used_only_what_the_chart_grants_and_the_chart_grants_what_it_uses(
         request: pytest.FixtureRequest, control_plane: ControlPlane, helm: Client) -> None:
-    shared = os.environ.get("HIVECAT_TEST_AUDIT_DIR")
     others = {item.path.name for item in request.session.items} - {Path(__file__).name}
-    if not shared and len(others) < 10:
+    if len(others) < 10:
         pytest.skip("compares the whole operator tier's requests with the chart: run `pytest tests/operator`")
-    logs = sorted(Path(shared).glob("audit-*.log")) if shared else [control_plane.audit_log]
-    assert logs and all(log is not None and log.is_file() for log in logs), logs
-    rules, calls = granted(helm), set().union(*(used(log) for log in logs))
+    assert control_plane.audit_log is not None and control_plane.audit_log.is_file()
+    rules, calls = granted(helm), used(control_plane.audit_log)
     assert calls, "no request of the operator's identities was audited"
     assert calls <= rules, f"used without a rule (the API server refused them): {sorted(calls - rules)}"
     unused = rules - calls - set(NEEDED_UNSEEN)

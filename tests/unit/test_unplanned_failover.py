@@ -102,6 +102,7 @@ def test_with_the_primary_gone_a_planned_failover_is_refused_and_an_unplanned_on
 
     planned = run(replica(active="dr1"), catalog, clusters, ports, status, run_id="r4")
     assert ready(planned).reason == "FailoverRefused" and "primary main does not answer" in ready(planned).message
+    assert planned.failed  # retried with backoff: nothing announces the primary's return
     assert locations(catalog) == before
 
     point = next(r for r in status["readiness"] if r["cluster"] == "dr1")["recoveryPoint"]

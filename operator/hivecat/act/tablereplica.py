@@ -275,10 +275,11 @@ def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str
         except SwitchWaiting as waiting:
             switch_refused = Condition.of(READY, False, waiting.reason, waiting.message)
             out.in_flight = True
-        except SwitchRefused as refused:
+        except SwitchRefused as refused:  # retried with backoff: nothing announces what would let it through
             switch_refused = Condition.of(READY, False, refused.reason, refused.message)
             out.events.append(("Warning", refused.reason, refused.message))
             out.status["phase"] = "Degraded"
+            out.failed = True
     elif memory.left_on in {c.name for c in resolved.named} - {current.name}:
         switch_refused = _finish_switch(spec, catalogs, Switch(clusters[memory.left_on], current,
                                                                failback=current.name == resolved.primary.name,
@@ -304,7 +305,7 @@ def _sync(spec: TableReplicaSpec, catalogs: list[Catalog], clusters: Mapping[str
                                                 [o.cluster for o in outcomes]),
                   **out.status}
     out.conditions = replica_conditions(spec, current, outcomes, switch_refused)
-    out.failed = any(o.state == "Failed" for o in outcomes) and not cancelled
+    out.failed = (out.failed or any(o.state == "Failed" for o in outcomes)) and not cancelled
     if not cancelled and not out.in_flight:  # one Event per sync, when its copies have ended
         out.events.append(sync_event(run_id, outcomes))
     return out
@@ -336,6 +337,7 @@ def _finish_switch(spec: TableReplicaSpec, catalogs: Sequence[Catalog], switch: 
     except SwitchRefused as refused:
         out.events.append(("Warning", refused.reason, refused.message))
         out.status["phase"] = "Degraded"
+        out.failed = True  # retried with backoff, e.g. until the cluster the units were left on answers
         return Condition.of(READY, False, refused.reason, refused.message)
 
 
