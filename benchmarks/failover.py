@@ -35,7 +35,7 @@ from hivecat.catalog.model import RelocationRequest, Scope
 from hivecat.catalog.sql.catalog import SqlCatalog
 from hivecat.copy.copier import Copier, CopyOptions
 from hivecat.copy.storage import Storage, parse_uri
-from hivecat.local.scratch_db import create_database, drop_database
+from hivecat.local.scratch_db import drop_database
 from hivecat.reconcile.clusterstorage import Backend
 from hivecat.reconcile.failover_readiness import remembered
 from hivecat.replication.launch import FAILED, SUCCEEDED, LaunchResult
@@ -112,13 +112,7 @@ def build(workdir: Path, partitions: int, scratch: list[str]) -> tuple[str, str,
     """The table in a fresh HMS schema, its partitions in workdir/main, the journal's name; the clusters."""
     schema, journal = f"hcb_{uuid.uuid4().hex[:8]}_failover", f"hcb_{uuid.uuid4().hex[:8]}_journal"
     scratch += [schema, journal]
-    create_database(SERVER_URL, schema)
-    server = hms_rows.metastore_server(SERVER_URL, schema, workdir / "hms")
-    server.start()
-    try:
-        hms_rows.create_table_through_thrift(server)
-    finally:
-        server.stop()
+    hms_rows.create_schema_with_table(SERVER_URL, schema, workdir / "hms")
     url = hms_rows.database_url(SERVER_URL, schema)
     hms_rows.fill_partitions(url, partitions)
     main, dr = workdir / "main", workdir / "dr"

@@ -27,7 +27,6 @@ import sqlalchemy as sa
 from hivecat.catalog.model import ObjectKind, RelocationRequest
 from hivecat.catalog.sql import relocation
 from hivecat.catalog.sql.catalog import SqlCatalog
-from hivecat.local.scratch_db import create_database
 from hivecat.locations.prefix import parse_prefix
 from relocate import SERVER_URL, Scratch, log
 from relocate_support import hms_rows
@@ -37,13 +36,7 @@ from relocate_support.hms_rows import NEW_ROOT, OLD_ROOT
 
 def build(scratch: Scratch, partitions: int, workdir: Path) -> str:
     schema, name = scratch.name("hms"), scratch.name("table")
-    create_database(SERVER_URL, schema)
-    server = hms_rows.metastore_server(SERVER_URL, schema, workdir / "hms")
-    server.start()
-    try:
-        hms_rows.create_table_through_thrift(server)
-    finally:
-        server.stop()
+    hms_rows.create_schema_with_table(SERVER_URL, schema, workdir / "hms")
     hms_rows.copy_database(SERVER_URL, schema, name)
     hms_rows.fill_partitions(hms_rows.database_url(SERVER_URL, name), partitions)
     hms_rows.verify_built(hms_rows.database_url(SERVER_URL, name), partitions)

@@ -52,6 +52,18 @@ def metastore_server(server_url: str, name: str, workdir: Path, heap: str = "1g"
     return MetastoreServer(db, workdir, (workdir / "warehouse").as_uri(), heap=heap, extra_conf=extra)
 
 
+def create_schema_with_table(server_url: str, name: str, workdir: Path) -> None:
+    """A new database `name` whose schema a real HMS creates, holding the empty partitioned table (HMS stopped
+    after)."""
+    create_database(server_url, name)
+    server = metastore_server(server_url, name, workdir)
+    server.start()
+    try:
+        create_table_through_thrift(server)
+    finally:
+        server.stop()
+
+
 def database_url(server_url: str, name: str) -> str:
     return sa.make_url(server_url).set(database=name).render_as_string(hide_password=False)
 
