@@ -10,7 +10,10 @@
 # release's -bin.tar.gz (classifier `bin`, on Maven Central too: the jars themselves hold no *.sql).
 # A stamp file records what was fetched: a second run with unchanged poms only compares stamps.
 #
-# Usage: scripts/fetch-hive-metastores.sh [hive3|hive4|all]     (default: all)
+#   $HIVECAT_CACHE/maven/hive-listener-2.3.10/                    DbNotificationListener for the 2.3.10 metastore
+#                                                                  of Spark's jars (hivecat.local.metastore)
+#
+# Usage: scripts/fetch-hive-metastores.sh [hive3|hive4|listener2|all]     (default: all)
 # Prints one line per metastore: `<name> <dir> <fetched in Ns | cached>`.
 set -euo pipefail
 
@@ -45,10 +48,25 @@ fetch() {  # fetch <pom> <name> <bin artifact coordinates>
     echo "$name $dir fetched in $((SECONDS - began))s ($(du -sh "$dir" | cut -f1))"
 }
 
+fetch_jar() {  # fetch_jar <name> <coordinates>: one jar alone
+    local name="$1" artifact="$2" dir="$CACHE/$1"
+    if [[ -f "$dir/.fetched" && "$(cat "$dir/.fetched")" == "$artifact" ]]; then
+        echo "$name $dir cached"
+        return
+    fi
+    rm -rf "$dir.partial"
+    mkdir -p "$dir.partial"
+    "${MVN[@]}" dependency:copy -Dartifact="$artifact" -DoutputDirectory="$dir.partial"
+    echo "$artifact" > "$dir.partial/.fetched"
+    rm -rf "$dir"
+    mv "$dir.partial" "$dir"
+    echo "$name $dir fetched"
+}
+
 which="${1:-all}"
 case "$which" in
-    hive3|hive4|all) ;;
-    *) echo "usage: $0 [hive3|hive4|all]" >&2; exit 2 ;;
+    hive3|hive4|listener2|all) ;;
+    *) echo "usage: $0 [hive3|hive4|listener2|all]" >&2; exit 2 ;;
 esac
 command -v mvn > /dev/null || { echo "mvn not found: install maven (make setup)" >&2; exit 1; }
 mkdir -p "$CACHE"
@@ -62,4 +80,7 @@ fi
 if [[ "$which" == hive4 || "$which" == all ]]; then
     fetch tests/maven/hive4/pom.xml hive-standalone-metastore-server-4.0.1 \
         org.apache.hive:hive-standalone-metastore-server:4.0.1:tar.gz:bin
+fi
+if [[ "$which" == listener2 || "$which" == all ]]; then
+    fetch_jar hive-listener-2.3.10 org.apache.hive.hcatalog:hive-hcatalog-server-extensions:2.3.10
 fi

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from hivecat import reasons
 from hivecat.catalog.base import Catalog
 from hivecat.catalog.engines import INSECURE_AUTHENTICATION, clear_text_refusal
+from hivecat.catalog.model import EVENTS_AUTO
 from hivecat.catalog.targets import CatalogTarget, GlueTarget, SqlTarget, ThriftTarget
 
 
@@ -41,11 +42,12 @@ class JournalSettings:
 
 def open_catalog(target: CatalogTarget, *, password: str | None = None,
                  journal: JournalSettings = JournalSettings(),
-                 glue_credentials: tuple[str, ...] | None = None) -> Catalog:
+                 glue_credentials: tuple[str, ...] | None = None, notification_events: str = EVENTS_AUTO) -> Catalog:
     """glue_credentials: (access key id, secret access key) from a Secret, or with the session token of an
-    assumed role; None: boto3's usual chain (env, web identity for IRSA, instance role)."""
+    assumed role; None: boto3's usual chain (env, web identity for IRSA, instance role). notification_events:
+    whether a SQL catalog logs its rewrites in the metastore's notification log (model.EVENTS_*)."""
     if isinstance(target, SqlTarget):
-        return _open_sql(target, password, journal)
+        return _open_sql(target, password, journal, notification_events)
     if isinstance(target, GlueTarget):
         return _open_glue(target, journal, glue_credentials)
     if isinstance(target, ThriftTarget):
@@ -53,14 +55,14 @@ def open_catalog(target: CatalogTarget, *, password: str | None = None,
     raise TypeError(f"not a catalog target: {target!r}")
 
 
-def _open_sql(target: SqlTarget, password: str | None, journal: JournalSettings) -> Catalog:
+def _open_sql(target: SqlTarget, password: str | None, journal: JournalSettings, notification_events: str) -> Catalog:
     import sqlalchemy as sa
 
     from hivecat.catalog.sql.catalog import SqlCatalog
     from hivecat.catalog.sql.schema import NotAMetastore
 
     try:
-        return SqlCatalog(target.url(password), journal_schema=journal.schema)
+        return SqlCatalog(target.url(password), journal_schema=journal.schema, notification_events=notification_events)
     except sa.exc.OperationalError as exc:
         reason, detail = sql_failure(exc.orig)
         raise CatalogUnavailable(reason, f"cannot connect to the metastore database {target.name} as "

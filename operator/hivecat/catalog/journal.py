@@ -88,6 +88,7 @@ PAYLOAD = sa.Text().with_variant(mysql.LONGTEXT(charset="utf8mb4", collation="ut
 
 
 RUNS, ENTRIES, BLOCKS = "hivecat_journal_runs", "hivecat_journal_entries", "hivecat_journal_blocks"
+TOUCHED = "hivecat_journal_touched"
 # key1 values per block: at most 256 locations of 4,000 characters, some 4 MB, well below the 16 MB packet
 # (max_allowed_packet) a block is read back in
 BLOCK_KEYS = 256
@@ -163,6 +164,19 @@ def journal_tables(schema: str | None) -> tuple[sa.MetaData, sa.Table, sa.Table,
     return metadata, runs, entries, blocks
 
 
+def touched_table(metadata: sa.MetaData) -> sa.Table:
+    """Rows of a packed run's plan, kept only inside its transaction (deleted before it commits): what its
+    notification events are made from, since blocks cannot be joined."""
+    return sa.Table(
+        TOUCHED, metadata,
+        sa.Column("run_no", sa.BigInteger, primary_key=True, autoincrement=False),
+        sa.Column("kind", sa.SmallInteger, primary_key=True, autoincrement=False),
+        sa.Column("key1", sa.BigInteger, primary_key=True, autoincrement=False),
+        sa.Column("key2", sa.String(256), primary_key=True),
+        sa.Column("old_value", VALUE, nullable=False),
+    )
+
+
 CHUNK_INDEX = "hivecat_journal_entries_chunk"
 
 
@@ -236,6 +250,7 @@ class Journal:
         self.engine = engine
         self.schema = schema
         self.metadata, self.runs, self.entries, self.blocks = journal_tables(schema)
+        self.touched = touched_table(self.metadata)
         self.locks = lock_table(sa.MetaData(schema=schema))  # API backends only: SQL locks server-side
         self._run_numbers: dict[str, int] = {}  # run id -> run number: both never change
 

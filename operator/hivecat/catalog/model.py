@@ -88,6 +88,10 @@ class RelocationRequest:
     expected_locations: tuple[str, ...] | None = None
 
 
+# Notification events of direct (SQL) rewrites: `auto` logs them where a listener logs the metastore's own.
+EVENTS_AUTO, EVENTS_ON, EVENTS_OFF = "auto", "on", "off"
+
+
 @dataclass
 class KindCounts:
     rewritten: int = 0   # changed (or, in a dry run, would change)
@@ -153,6 +157,8 @@ class RelocationReport:
     errors: list[str] = field(default_factory=list)  # API backends: why writes failed or conflicted (first few)
     seconds: float = 0.0
     status: str = "done"  # done | dry-run | undone | partial
+    notification_events: int = 0  # events logged in the metastore's notification log (SQL backend)
+    notes: list[str] = field(default_factory=list)  # said once: e.g. why no events were logged
 
     SAMPLE_SIZE = 10
 

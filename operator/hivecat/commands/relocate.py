@@ -16,7 +16,7 @@ from hivecat.catalog.connect import CatalogUnavailable, JournalSettings, open_ca
 from hivecat.catalog.journal import JournalUnavailable
 from hivecat.catalog.run import checked_prefixes
 from hivecat.catalog.model import (
-    DEFAULT_PARAM_KEYS, Refusal, RelocationRefused, RelocationReport, RelocationRequest, Scope,
+    DEFAULT_PARAM_KEYS, EVENTS_AUTO, EVENTS_OFF, EVENTS_ON, Refusal, RelocationRefused, RelocationReport, RelocationRequest, Scope,
 )
 from hivecat.catalog.targets import (
     DEFAULT_THRIFT_CONNECTIONS, MAX_THRIFT_CONNECTIONS, SQL_DRIVERS, SQL_SCHEMES, CatalogTarget, GlueTarget,
@@ -75,6 +75,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--journal-url", metavar="URL",
                    help="Glue/Thrift: SQLAlchemy URL of the journal database (password from $%s); default: a "
                         "SQLite file under $XDG_STATE_HOME/hivecat, or $HIVECAT_JOURNAL_URL" % JOURNAL_PASSWORD_ENV)
+    events = p.add_mutually_exclusive_group()
+    events.add_argument("--no-notification-events", dest="notification_events", action="store_const",
+                        const=EVENTS_OFF, default=EVENTS_AUTO,
+                        help="SQL: log no notification events for the rewrite (default: log one per changed "
+                             "object where the metastore runs a notification listener)")
+    events.add_argument("--notification-events", dest="notification_events", action="store_const", const=EVENTS_ON,
+                        help="SQL: log notification events even where no listener has ever logged one")
     p.add_argument("--output", choices=("text", "json"), default="text")
 
 
@@ -200,8 +207,14 @@ def format_report(report: RelocationReport) -> str:
         lines += [f"  {old} -> {new}" for old, new in report.sample]
     for refusal in report.refusals:
         lines.append(_refusal_line(refusal))
+    if report.notification_events:
+        lines.append(f"notification events: {report.notification_events} logged in the metastore's notification log "
+                     "(event-driven readers such as Impala and Hive replication refresh what they name)")
+    lines += [f"note: {note}" for note in report.notes]
     if report.tables_touched:
-        lines.append("tables touched (caching clients were not notified: REFRESH TABLE each, or REFRESH CATALOG):")
+        told = "readers of the notification log were told" if report.notification_events else \
+            "caching clients were not notified"
+        lines.append(f"tables touched ({told}; other caching clients: REFRESH TABLE each, or REFRESH CATALOG):")
         lines += [f"  {name}" for name in report.tables_touched]
     if report.conflicted:
         lines.append(f"{report.conflicted} value(s) changed by someone else during the run were left as they are")
@@ -216,7 +229,8 @@ def open_catalog_from(args: argparse.Namespace, target: CatalogTarget):
     password = _password(args.password_file) if isinstance(target, SqlTarget) else None
     journal = JournalSettings(schema=args.journal_schema, url=journal_url(args.journal_url))
     try:
-        return open_catalog(target, password=password, journal=journal)
+        return open_catalog(target, password=password, journal=journal,
+                            notification_events=getattr(args, "notification_events", EVENTS_AUTO))
     except CatalogUnavailable as exc:
         hint = ""
         if exc.reason == reasons.AUTHENTICATION_FAILED and not exc.password_given:

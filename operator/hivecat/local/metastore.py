@@ -77,8 +77,10 @@ class MetastoreServer:
     """One HMS process on 127.0.0.1. Use as a context manager, or call start()/stop()."""
 
     def __init__(self, database: MetastoreDatabase, workdir: Path, warehouse_dir: str,
-                 port: int | None = None, heap: str = "1g", extra_conf: dict[str, str] | None = None):
+                 port: int | None = None, heap: str = "1g", extra_conf: dict[str, str] | None = None,
+                 extra_jars: list[str] | None = None):
         self.database = database
+        self.extra_jars = extra_jars or []
         self.workdir = Path(workdir)
         self.warehouse_dir = warehouse_dir
         self.port = port or free_port()
@@ -123,7 +125,7 @@ class MetastoreServer:
         return conf_dir
 
     def command(self, main_class: str = HMS_MAIN_CLASS, args: list[str] | None = None) -> list[str]:
-        jars = [self.database.driver_jar] if self.database.driver_jar else []
+        jars = ([self.database.driver_jar] if self.database.driver_jar else []) + self.extra_jars
         args = ["-p", str(self.port)] if args is None else args
         return java_command(main_class, args, self.write_conf_dir(), jars, heap=self.heap,
                             system_properties={"derby.stream.error.file": str(self.workdir / "derby.log")})

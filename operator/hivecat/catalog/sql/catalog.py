@@ -19,13 +19,16 @@ from hivecat.catalog.engines import sql_engine
 from hivecat.catalog.journal import (
     APPLIED, CONFLICTED, PLANNED, UNDO_CONFLICTED, UNDONE, UNDOING, Journal, JournalUnavailable, state_code,
 )
-from hivecat.catalog.model import ObjectKind, Refusal, RelocationRefused, RelocationReport, RelocationRequest
+from hivecat.catalog.model import (
+    EVENTS_AUTO, ObjectKind, Refusal, RelocationRefused, RelocationReport, RelocationRequest,
+)
 from hivecat.catalog.run import ChunkProgress, Confirmation, JournaledRelocation
 from hivecat.catalog.sql.locks import run_lock
+from hivecat.catalog.sql.notifications import EventLog, event_log, publish
 from hivecat.catalog.sql.params import SqlParams
 from hivecat.catalog.sql.refusals import SqlRefusals
 from hivecat.catalog.sql.relocation import (
-    Moves, RelocationPlan, count_in_scope, one_target_per_kind, packable, params_under, rewrite_matching,
+    Moves, RelocationPlan, changes, count_in_scope, one_target_per_kind, packable, params_under, rewrite_matching,
     rewrite_planned, sample_in_scope, swap, swap_applied, tables_in_scope, unrestricted, write_plan,
 )
 from hivecat.catalog.sql.schema import HmsSchema, detect_schema
@@ -50,10 +53,24 @@ def catalog_id(url: sa.URL) -> str:
     return f"{backend}://{url.host or 'localhost'}:{url.port or ''}/{url.database}"
 
 
+class _Events:
+    """A run's notification events: whether it logs them, and how many it logged."""
+
+    def __init__(self, log: EventLog) -> None:
+        self.log, self.written = log, 0
+
+    def report(self, report: RelocationReport) -> None:
+        report.notification_events += self.written
+        if self.log.note and self.log.note not in report.notes:
+            report.notes.append(self.log.note)
+
+
 class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
     def __init__(self, url: str | sa.URL, *, journal_schema: str = "hivecat", hive_catalog: str = "hive",
-                 hms_schema: str | None = None, engine: sa.Engine | None = None):
+                 hms_schema: str | None = None, engine: sa.Engine | None = None,
+                 notification_events: str = EVENTS_AUTO):
         self.url = sa.make_url(url)
+        self.notification_events = notification_events
         self.engine = engine or sql_engine(self.url, pool_pre_ping=True)
         self.hive_catalog = hive_catalog
         if not JOURNAL_NAME.fullmatch(journal_schema):
@@ -171,15 +188,34 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
             plan, report = self._prepare(conn, request, old, new)
         # The parameter tables are scanned (a second per million rows each) on a second connection while the
         # run plans its storage descriptors: the plan waits for a table's answer only when it reaches it.
+        events = self._events()
         with ThreadPoolExecutor(1, thread_name_prefix="hivecat-params") as pool:
             pool.submit(self._scan_params, plan)
-            run_id, applied = self._run(request, plan, progress, confirm)
+            run_id, applied = self._run(request, plan, progress, confirm, events)
         with self.engine.connect() as conn:  # rows left alone stay under the old prefix: counted after
             self._count(conn, plan, report, rewrites=False)
         self._finish_report(report, run_id, APPLIED, CONFLICTED, applied)
+        events.report(report)
         return report
 
+    def _events(self) -> _Events:
+        with self.engine.connect() as conn:
+            return _Events(event_log(conn, self.schema, self.notification_events))
+
+    def _log_events(self, conn: sa.Connection, events: _Events, run_id: str, state: str, moves: RelocationPlan | Moves,
+                    *, undo: bool = False, kind: ObjectKind | None = None, chunk: tuple[int, int] | None = None) -> None:
+        """Log the transaction's changes (its entries in `state`, of `kind` and `chunk`, and its staged packed
+        rows) as notification events, last before the commit: they hold the listener's lock until then."""
+        if not events.log.write:
+            return
+        src = changes(conn, self.journal, run_id, state, moves, undo=undo, kind=kind, chunk=chunk)
+        events.written += publish(conn, self.engine, self.schema, src,
+                                  self.hive_catalog if self.schema.has_catalogs else None)
+        t = self.journal.touched
+        conn.execute(sa.delete(t).where(t.c.run_no == self.journal.run_no(conn, run_id)))
+
     def _undo_run(self, run_id: str, report: RelocationReport) -> None:
+        events = self._events()
         with self.engine.begin() as conn:  # all or nothing
             run = self.journal.run(conn, run_id)
             moves = Moves(parse_prefix(run.old_prefix), parse_prefix(run.new_prefix))
@@ -187,7 +223,9 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
             self.journal.unpack(conn, run_id)  # undo compares and sets entry by entry
             for target in one_target_per_kind(self.targets).values():
                 swap(conn, self.journal, target, run_id, None, moves, undo=True)
+            self._log_events(conn, events, run_id, UNDONE, moves, undo=True)
         self._finish_report(report, run_id, UNDONE, UNDO_CONFLICTED)
+        events.report(report)
 
     # --- run modes -------------------------------------------------------------------------------
 
@@ -202,16 +240,17 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
                 yield conn
 
     def _plan(self, conn: sa.Connection, request: RelocationRequest, plan: RelocationPlan,
-              state: str = PLANNED, packed: frozenset[ObjectKind] = frozenset()) -> tuple[str, dict[ObjectKind, int]]:
-        """A new run with its plan journaled (kinds in `packed` as blocks), refused (rolled back with the
-        caller's transaction) when a new value would not fit its column."""
+              state: str = PLANNED, packed: frozenset[ObjectKind] = frozenset(),
+              stage_packed: bool = False) -> tuple[str, dict[ObjectKind, int]]:
+        """A new run with its plan journaled (kinds in `packed` as blocks, staged for events too when asked),
+        refused (rolled back with the caller's transaction) when a new value would not fit its column."""
         run_id = self.journal.new_run(conn, self.name, request)
-        planned = write_plan(conn, self.schema, self.journal, run_id, plan, state, packed)
+        planned = write_plan(conn, self.schema, self.journal, run_id, plan, state, packed, stage_packed)
         self._refuse_too_long(conn, plan, run_id)
         return run_id, planned
 
     def _run(self, request: RelocationRequest, plan: RelocationPlan, progress: ChunkProgress | None,
-             confirm: Confirmation) -> tuple[str, dict[ObjectKind, int] | None]:
+             confirm: Confirmation, events: _Events) -> tuple[str, dict[ObjectKind, int] | None]:
         """Plan and apply; resume the catalog's unfinished run when it is this same request. A run in one
         transaction asks `confirm` before it commits (chunks commit one by one: the skeleton asks after).
 
@@ -223,7 +262,7 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
         if resumed is not None:
             run_id = resumed
         elif plan.chunk_size is None and self.engine.dialect.name != "postgresql":
-            return self._run_locked(request, plan, confirm)
+            return self._run_locked(request, plan, confirm, events)
         elif plan.chunk_size is None:
             with self._transaction() as conn:  # plan and apply in one transaction: all or nothing
                 run_id, planned = self._plan(conn, request, plan, APPLIED)
@@ -231,6 +270,7 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
                     if n:
                         swap_applied(conn, self.journal, by_kind[kind], run_id, n, plan)
                 confirm()  # raising rolls everything back
+                self._log_events(conn, events, run_id, APPLIED, plan)
             return run_id, None
         else:
             with self._transaction() as conn:
@@ -239,14 +279,15 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
         with self.engine.connect() as conn:
             chunks = self.journal.key_chunks(conn, run_id, PLANNED, size)
         for done, (kind, chunk) in enumerate(chunks, 1):
-            with self.engine.begin() as conn:  # each chunk commits with its journal entries
+            with self.engine.begin() as conn:  # each chunk commits with its journal entries and its events
                 swap(conn, self.journal, by_kind[kind], run_id, (chunk, size), plan)
+                self._log_events(conn, events, run_id, APPLIED, plan, kind=kind, chunk=(chunk, size))
             if progress:
                 progress(done, len(chunks))
         return run_id, None
 
     def _run_locked(self, request: RelocationRequest, plan: RelocationPlan,
-                    confirm: Confirmation) -> tuple[str, dict[ObjectKind, int]]:
+                    confirm: Confirmation, events: _Events) -> tuple[str, dict[ObjectKind, int]]:
         """MySQL/MariaDB, one transaction: the plan's shared locks keep every planned row at its planned
         value until commit, so each column is rewritten by a single-table UPDATE (of everything under the old
         prefix when the plan is unrestricted, else of each kind's planned keys; no compare-and-set join) and
@@ -255,7 +296,7 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
         by_kind = one_target_per_kind(self.targets)
         packed = packable(plan) if self.journal.can_pack() else frozenset()
         with self._transaction() as conn:
-            run_id, planned = self._plan(conn, request, plan, APPLIED, packed)
+            run_id, planned = self._plan(conn, request, plan, APPLIED, packed, stage_packed=events.log.write)
             applied = {kind: n for kind, n in planned.items() if n}
             done = self._rewrite_columns(conn, plan, applied, by_kind)
             if packed & (set(applied) - set(done)):
@@ -269,6 +310,7 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
                         f"{kind.value}: {rewritten} rows held their planned value, {n} were planned; the run "
                         f"was rolled back and changed nothing: rerun it"))])
             confirm()  # raising rolls everything back
+            self._log_events(conn, events, run_id, APPLIED, plan)
         return run_id, applied
 
     def _rewrite_columns(self, conn: sa.Connection, plan: RelocationPlan, planned: dict[ObjectKind, int],

@@ -103,6 +103,25 @@ class Moves:
     new: LocationPrefix
 
 
+def changes(conn: sa.Connection, journal: Journal, run_id: str, state: str, moves: RelocationPlan | Moves, *,
+            undo: bool = False, kind: ObjectKind | None = None,
+            chunk: tuple[int, int] | None = None) -> sa.Subquery:
+    """(kind, key1, key2, before, after) of every row the run's transaction moved: its entries now in `state`
+    (of one kind and chunk), and the rows of its packed plan (journal.touched)."""
+    e, t, run_no = journal.entries, journal.touched, journal.run_no(conn, run_id)
+    forward = (e.c.old_value, new_value(e, moves))
+    before, after = forward[::-1] if undo else forward
+    where = [e.c.run_no == run_no, e.c.state == state_code(state)]
+    if kind is not None:
+        where.append(e.c.kind == kind_code(kind))
+    if chunk is not None:
+        where += journal.key_range(*chunk)
+    entries = sa.select(e.c.kind, e.c.key1, e.c.key2, before.label("before"), after.label("after")).where(*where)
+    staged = sa.select(t.c.kind, t.c.key1, t.c.key2, t.c.old_value, _rewritten(t.c.old_value, moves)
+                       ).where(t.c.run_no == run_no)
+    return sa.union_all(entries, staged).subquery("src")
+
+
 def new_value(e: sa.Table, moves: RelocationPlan | Moves) -> sa.ColumnElement[str]:
     """An entry's new value: recomputed from its old one (the journal stores it no more), or as stored by
     journals written before that."""
@@ -196,9 +215,11 @@ def tables_in_scope(conn: sa.Connection, s: HmsSchema, plan: RelocationPlan) -> 
 
 
 def write_plan(conn: sa.Connection, s: HmsSchema, journal: Journal, run_id: str, plan: RelocationPlan,
-               state: str = PLANNED, packed: frozenset[ObjectKind] = frozenset()) -> dict[ObjectKind, int]:
+               state: str = PLANNED, packed: frozenset[ObjectKind] = frozenset(),
+               stage_packed: bool = False) -> dict[ObjectKind, int]:
     """Journal every row in scope as (key, old value) in `state`; entries written per kind. Kinds in `packed`
-    are written as blocks (see journal.py: applied entries only, MySQL/MariaDB)."""
+    are written as blocks (see journal.py: applied entries only, MySQL/MariaDB), and with stage_packed also
+    as rows of journal.touched, for the run's notification events."""
     e = journal.entries
     written: dict[ObjectKind, int] = {}
     for target in plan.targets:
@@ -209,6 +230,11 @@ def write_plan(conn: sa.Connection, s: HmsSchema, journal: Journal, run_id: str,
             continue  # nothing to plan (a plain read: a row written from now on is the next run's)
         if target.kind in packed:
             written[target.kind] = written.get(target.kind, 0) + _write_blocks(conn, journal, run_id, plan, target, sub)
+            if stage_packed:
+                conn.execute(journal.touched.insert().from_select(
+                    ["run_no", "kind", "key1", "key2", "old_value"],
+                    sa.select(sa.literal(journal.run_no(conn, run_id)), sa.literal(kind_code(target.kind)),
+                              sub.c.key1, sub.c.key2, sub.c.value)))
             continue
         rows = sa.select(
             sa.literal(journal.run_no(conn, run_id)), sa.literal(kind_code(target.kind)), sub.c.key1, sub.c.key2,

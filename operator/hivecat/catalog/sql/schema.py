@@ -28,6 +28,10 @@ OPTIONAL: dict[str, tuple[str, ...]] = {
     "FUNCS": ("FUNC_ID", "DB_ID", "FUNC_NAME"),
     "FUNC_RU": ("FUNC_ID", "RESOURCE_URI", "INTEGER_IDX"),
     "CTLGS": ("CTLG_ID", "NAME", "LOCATION_URI"),
+    # The notification log, for events of direct rewrites (notifications.py)
+    "NOTIFICATION_LOG": ("NL_ID", "EVENT_ID", "EVENT_TIME", "EVENT_TYPE", "DB_NAME", "TBL_NAME", "MESSAGE"),
+    "NOTIFICATION_SEQUENCE": ("NNI_ID", "NEXT_EVENT_ID"),
+    "SEQUENCE_TABLE": ("SEQUENCE_NAME", "NEXT_VAL"),
 }
 
 

@@ -1,0 +1,77 @@
+"""The metastore's notification log, read as an event-driven engine reads it.
+
+`LISTENER_CONF` makes a test metastore run Hive's DbNotificationListener as a production metastore does
+(`hive.metastore.transactional.event.listeners`; the jar: hive-hcatalog-server-extensions of the same release,
+fetched by scripts/fetch-hive-metastores.sh). `EventReader` runs tests/java/NotificationCheck.java, compiled
+here against the metastore's own jars: it polls get_next_notification over Thrift and decodes every message
+with Hive's own deserializer, so what the tests assert is what Hive's code reads, not what ours wrote.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from hivecat.local.java import java_executable
+from support.hive_metastores import FETCH_SCRIPT, cache_root
+
+LISTENER = "org.apache.hive.hcatalog.listener.DbNotificationListener"
+LISTENER_CONF = {"hive.metastore.transactional.event.listeners": LISTENER,
+                 "metastore.transactional.event.listeners": LISTENER}
+CHECK_SOURCE = Path(__file__).resolve().parents[1] / "java" / "NotificationCheck.java"
+
+
+@functools.cache
+def listener_jar_23() -> str:
+    """DbNotificationListener 2.3.10, for the metastore of Spark's jars (hive-metastore 2.3.10)."""
+    result = subprocess.run(["bash", str(FETCH_SCRIPT), "listener2"], capture_output=True, text=True)
+    jar = cache_root() / "hive-listener-2.3.10" / "hive-hcatalog-server-extensions-2.3.10.jar"
+    if result.returncode != 0 or not jar.exists():
+        raise FileNotFoundError(f"{jar} could not be fetched:\n{(result.stdout + result.stderr)[-2000:]}")
+    return str(jar)
+
+
+def _javac() -> str:
+    javac = Path(java_executable()).with_name("javac")
+    return str(javac) if javac.exists() else "javac"
+
+
+@dataclass(frozen=True)
+class Event:
+    """One event as Hive's deserializer decoded it (see NotificationCheck.describe)."""
+
+    fields: dict
+
+    def __getitem__(self, name: str):
+        return self.fields.get(name)
+
+
+class EventReader:
+    """NotificationCheck, compiled once per classpath (cached beside the Maven cache by its inputs' digest)."""
+
+    def __init__(self, classpath: list[str]) -> None:
+        self.classpath = classpath
+        digest = hashlib.sha256((CHECK_SOURCE.read_text() + "\0".join(classpath)).encode()).hexdigest()[:16]
+        self.classes = cache_root().parent / "notification-check" / digest
+        if not (self.classes / "NotificationCheck.class").exists():
+            partial = self.classes.with_suffix(".partial")
+            partial.mkdir(parents=True, exist_ok=True)
+            subprocess.run([_javac(), "-nowarn", "-d", str(partial), "-cp", os.pathsep.join(classpath),
+                            str(CHECK_SOURCE)], check=True, capture_output=True, timeout=120)
+            os.replace(partial, self.classes) if not self.classes.exists() else None
+
+    def read(self, port: int, after: int = 0) -> tuple[list[Event], int]:
+        """The events after id `after`, decoded, and the metastore's current event id."""
+        result = subprocess.run([java_executable(), "-Xmx256m", "-cp",
+                                 os.pathsep.join([str(self.classes), *self.classpath]),
+                                 "NotificationCheck", "127.0.0.1", str(port), str(after)],
+                                capture_output=True, text=True, timeout=120)
+        if result.returncode != 0:
+            raise RuntimeError(f"NotificationCheck failed ({result.returncode}):\n{result.stderr[-3000:]}")
+        lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+        return [Event(line) for line in lines[:-1]], int(lines[-1]["current"])
