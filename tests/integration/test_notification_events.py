@@ -25,7 +25,9 @@ from hivecat.local.java import spark_jars_dir
 from hivecat.local.metastore import MetastoreDatabase, MetastoreServer
 from hivecat.local.scratch_db import create_database, drop_database
 from support.hive_metastores import RELEASES, StandaloneMetastore, database_v3, release_home
-from support.notification_log import LISTENER_CONF, EventReader, listener_jar_23
+from support.notification_log import (
+    JAVA, LISTENER_CONF, STAND_IN_CONF, STAND_IN_LISTENER, EventReader, compiled, listener_jar_23,
+)
 from support.services import unique_name
 
 DB = "sales"
@@ -52,7 +54,8 @@ class Metastore:
         return hmsclient.HMSClient(host="127.0.0.1", port=self.port)
 
 
-@pytest.fixture(scope="module", params=[("hive2", "mariadb"), ("hive3", "mariadb"), ("hive3", "postgresql")],
+@pytest.fixture(scope="module", params=[("hive2", "mariadb"), ("hive3", "mariadb"), ("hive3", "postgresql"),
+                                        ("hive4", "mariadb"), ("hive4", "postgresql")],
                 ids=lambda p: f"{p[0]}-{p[1]}")
 def metastore(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Metastore]:
     key, dialect = request.param
@@ -69,10 +72,12 @@ def metastore(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
                                  extra_jars=[jar])
         classpath = [str(spark_jars_dir() / "*"), jar]
     else:
-        server = StandaloneMetastore(RELEASES[key], database, root / "hms", root / "fs")
-        conf = server.conf
-        server.conf = lambda: {**conf(), **LISTENER_CONF}  # type: ignore[method-assign]
         classpath = [str(release_home(RELEASES[key]) / "*")]
+        stand_in = key == "hive4"
+        server = StandaloneMetastore(RELEASES[key], database, root / "hms", root / "fs",
+                                     extra_conf=STAND_IN_CONF if stand_in else LISTENER_CONF,
+                                     extra_classpath=[str(compiled(JAVA / f"{STAND_IN_LISTENER}.java", classpath))]
+                                     if stand_in else [])
     try:
         server.start()
     except (RuntimeError, FileNotFoundError) as exc:
@@ -160,6 +165,9 @@ def test_a_sql_rewrite_is_read_back_by_hives_own_deserializer_with_the_new_locat
     assert report.notification_events == len(events) == len(DATES) + 1, events
     assert [e["id"] for e in events] == list(range(current + 1, current + 1 + len(events))), "dense, after Hive's"
     assert now == events[-1]["id"]
+    # the format the metastore itself writes: gzip JSON on Hive 4, JSON before
+    assert {e["format"] for e in events} == {before[-1]["format"]} == {
+        "gzip(json-2.0)" if ms.version == 4 else "json-0.2"}
     table = [e for e in events if e["type"] == "ALTER_TABLE"]
     assert len(table) == 1 and table[0]["db"] == DB and table[0]["table"] == "events"
     assert _same(table[0]["before"], f"{OLD}/{DB}.db/events") and _same(table[0]["after"], f"{NEW}/{DB}.db/events")

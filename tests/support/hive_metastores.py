@@ -92,8 +92,11 @@ class StandaloneMetastore:
     """One standalone HMS on 127.0.0.1 whose `hdfs://{authority}/` is the local directory `fs_root`."""
 
     def __init__(self, release: HiveRelease, database: MetastoreDatabase, workdir: Path, fs_root: Path,
-                 authority: str = "nn:8020", port: int | None = None, heap: str = "768m"):
+                 authority: str = "nn:8020", port: int | None = None, heap: str = "768m",
+                 extra_conf: dict[str, str] | None = None, extra_classpath: list[str] | None = None):
         self.release = release
+        self.extra_conf = extra_conf or {}
+        self.extra_classpath = extra_classpath or []
         self.database = database
         self.workdir = Path(workdir)
         self.fs_root = Path(fs_root)
@@ -144,6 +147,7 @@ class StandaloneMetastore:
             "hive.metastore.event.db.notification.api.auth": "false",
             **self.filesystem_conf(),
             **self.release.conf,
+            **self.extra_conf,
         }
 
     def write_conf_dir(self) -> Path:
@@ -163,6 +167,7 @@ class StandaloneMetastore:
         jars = [str(self.write_conf_dir()), str(home / "*")]
         if self.database.driver_jar:
             jars.append(self.database.driver_jar)
+        jars += self.extra_classpath
         # No --add-opens: neither release needs them on JDK 17 for what the tests do (hivecat.jvm's set is
         # for Spark).
         return [java_executable(), f"-Xmx{self.heap}", "-cp", os.pathsep.join(jars), main_class, *args]

@@ -210,7 +210,7 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
             return
         src = changes(conn, self.journal, run_id, state, moves, undo=undo, kind=kind, chunk=chunk)
         events.written += publish(conn, self.engine, self.schema, src,
-                                  self.hive_catalog if self.schema.has_catalogs else None)
+                                  self.hive_catalog if self.schema.has_catalogs else None, events.log.format)
         t = self.journal.touched
         conn.execute(sa.delete(t).where(t.c.run_no == self.journal.run_no(conn, run_id)))
 

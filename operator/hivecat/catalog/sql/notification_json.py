@@ -12,11 +12,20 @@ carried: a reader that needs them fetches the object, as Impala and Hive's REPL 
 
 from __future__ import annotations
 
+import base64
+import gzip
 from collections.abc import Sequence
 
 import sqlalchemy as sa
 
 JSON_FORMAT = "json-0.2"  # JSONMessageFactory.MESSAGE_FORMAT, JSONMessageEncoder.FORMAT
+GZIP_FORMAT = "gzip(json-2.0)"  # GzipJSONMessageEncoder.FORMAT (Hive 4's default): base64 of gzipped JSON
+FORMATS = (JSON_FORMAT, GZIP_FORMAT)
+
+
+def gzip_message(message: str) -> str:
+    """A JSON message as GzipJSONMessageEncoder's serializer writes it."""
+    return base64.b64encode(gzip.compress(message.encode(), compresslevel=6, mtime=0)).decode("ascii")
 
 Text = sa.ColumnElement[str]
 

@@ -26,13 +26,14 @@ import sqlalchemy as sa
 
 from hivecat.catalog.journal import kind_code
 from hivecat.catalog.model import ObjectKind
-from hivecat.catalog.sql.notification_json import JSON_FORMAT, Json, Text
+from hivecat.catalog.sql.notification_json import FORMATS, GZIP_FORMAT, JSON_FORMAT, Json, Text, gzip_message
 from hivecat.catalog.sql.schema import HmsSchema
 
 AUTO, ON, OFF = "auto", "on", "off"  # RelocationRequest.notification_events
 NL_SEQUENCE = "org.apache.hadoop.hive.metastore.model.MNotificationLog"
 DDL_TIME = "transient_lastDdlTime"
 MAX_KEYS = 32  # partition keys a message spells out (values beyond are left out of keyValues and values)
+GZIP_BATCH = 2000  # messages compressed (in Python: neither server gzips) and written back at a time
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,23 @@ def event_log(conn: sa.Connection, s: HmsSchema, mode: str) -> EventLog:
         return EventLog(False, "no notification listener has ever logged an event in this metastore "
                                "(NOTIFICATION_SEQUENCE has not moved): no notification events were written, "
                                "as nothing would read or expire them")
-    return EventLog(True)
+    message_format = _configured_format(conn, s)
+    if message_format not in FORMATS:
+        return EventLog(False, f"the metastore writes its events in a format hivecat does not write "
+                               f"({message_format[:40]!r}, from hive.metastore.event.message.factory): no notification "
+                               f"events were written")
+    return EventLog(True, format=message_format)
+
+
+def _configured_format(conn: sa.Connection, s: HmsSchema) -> str:
+    """The format of the metastore's latest event (what its hive.metastore.event.message.factory writes), else
+    its release's default: gzip JSON from Hive 4 on (the schema with DB_MANAGED_LOCATION_URI), JSON before."""
+    log = s["NOTIFICATION_LOG"]
+    if "MESSAGE_FORMAT" in log.c:
+        latest = conn.execute(sa.select(log.c.MESSAGE_FORMAT).order_by(log.c.EVENT_ID.desc()).limit(1)).first()
+        if latest is not None and latest[0]:
+            return str(latest[0])
+    return GZIP_FORMAT if s.has_managed_location else JSON_FORMAT
 
 
 def _resolve(s: HmsSchema, src: sa.Subquery, owner: str) -> list[sa.Select]:
@@ -259,7 +276,7 @@ class Messages:
 
 
 def publish(conn: sa.Connection, engine: sa.Engine, s: HmsSchema, src: sa.Subquery,
-            catalog_name: str | None) -> int:
+            catalog_name: str | None, message_format: str = JSON_FORMAT) -> int:
     """Log one event per object changed in `src` (kind, key1, key2, before, after), numbered under the
     listener's lock; bump transient_lastDdlTime of the partitions and tables. Returns the events written."""
     now = int(time.time())
@@ -286,7 +303,7 @@ def publish(conn: sa.Connection, engine: sa.Engine, s: HmsSchema, src: sa.Subque
         values = [nl_id, -nl_id, sa.literal(now), e.c.event_type, e.c.db_name, e.c.tbl_name, e.c.message]
         cols = list(columns)
         if has_format:
-            values.append(sa.literal(JSON_FORMAT))
+            values.append(sa.literal(message_format))
             cols.append("MESSAGE_FORMAT")
         if has_cat:
             values.append(e.c.cat_name)
@@ -295,9 +312,23 @@ def publish(conn: sa.Connection, engine: sa.Engine, s: HmsSchema, src: sa.Subque
                               execution_options={"preserve_rowcount": True})
         written += result.rowcount
     _bump_ddl_time(conn, s, groups, now)
+    if written and message_format == GZIP_FORMAT:
+        _compress(conn, s, first, upper)
     if written:
         _number(conn, s, first, upper, written)
     return written
+
+
+def _compress(conn: sa.Connection, s: HmsSchema, first: int, reserved: int) -> None:
+    """Rewrite the run's JSON messages (built by the database) as gzip JSON, a batch of NL_IDs at a time."""
+    log = s["NOTIFICATION_LOG"]
+    for low in range(first, first + reserved, GZIP_BATCH):
+        rows = conn.execute(sa.select(log.c.NL_ID, log.c.MESSAGE)
+                            .where(log.c.NL_ID >= low, log.c.NL_ID < min(low + GZIP_BATCH, first + reserved),
+                                   log.c.EVENT_ID < 0)).all()
+        if rows:
+            conn.execute(sa.update(log).where(log.c.NL_ID == sa.bindparam("nl")).values(MESSAGE=sa.bindparam("m")),
+                         [{"nl": nl, "m": gzip_message(message)} for nl, message in rows])
 
 
 def _key_width(conn: sa.Connection, s: HmsSchema, src: sa.Subquery) -> int:
