@@ -12,6 +12,9 @@ Java 21), so a 4.0.1 metastore here logs nothing of its own to interleave with.
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
+import textwrap
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 import pytest
 import sqlalchemy as sa
 
-from hivecat.catalog.model import EVENTS_OFF, RelocationRequest, Scope
+from hivecat.catalog.model import EVENTS_OFF, RelocationRefused, RelocationRequest, Scope
 from hivecat.catalog.sql.catalog import SqlCatalog
 from hivecat.local.java import spark_jars_dir
 from hivecat.local.metastore import MetastoreDatabase, MetastoreServer
@@ -264,3 +267,99 @@ def test_events_are_off_when_asked_and_a_chunked_run_logs_each_chunk(sales: Meta
     assert report.notification_events == len(events) and len(_objects(events)) == len(DATES) + 1
     assert all(_under(e["after"], OLD) for e in events if e["type"] == "ALTER_PARTITION")
 
+
+
+def test_a_rolled_back_run_leaves_no_event(sales: Metastore):
+    """A run refused at its last check (changed-after-check) rolls back: its events with it, ids unspent."""
+    ms = sales
+    OLD, NEW = ms.old, ms.new
+    _make_table(ms, "refused")
+    _, current = ms.reader.read(ms.port)
+    catalog = ms.catalog()
+    try:
+        with pytest.raises(RelocationRefused):
+            catalog.relocate(RelocationRequest(f"{OLD}/{DB}.db/refused", f"{NEW}/{DB}.db/refused",
+                                               scope=Scope(database=DB, table="refused")),
+                             confirm=lambda: [f"{OLD}/{DB}.db/refused/dt={DATES[0]}"])
+    finally:
+        catalog.close()
+    events, now = ms.reader.read(ms.port, current)
+    assert events == [] and now == current
+
+
+KILLER = textwrap.dedent("""
+    import os, signal, sys
+    from hivecat.catalog.model import RelocationRequest, Scope
+    from hivecat.catalog.sql import notifications
+    from hivecat.catalog.sql.catalog import SqlCatalog
+    url, journal, old, new, kill_at = sys.argv[1:]
+    number, calls = notifications._number, []
+    def number_then_die(*args):
+        number(*args)
+        calls.append(1)
+        if len(calls) == int(kill_at):  # numbered and locked, not committed: the chunk must vanish whole
+            os.kill(os.getpid(), signal.SIGKILL)
+    notifications._number = number_then_die
+    SqlCatalog(url, journal_schema=journal).relocate(
+        RelocationRequest(old, new, Scope("sales", "killed"), chunk_size=1))
+""")
+
+
+def test_a_killed_chunked_run_logs_what_it_committed_and_nothing_else(sales: Metastore):
+    """SIGKILL inside the third chunk's transaction, after its events were numbered: the log holds the
+    events of the two committed chunks and none of the third; the resumed run logs the rest."""
+    ms = sales
+    OLD, NEW = ms.old, ms.new
+    _make_table(ms, "killed")
+    _, current = ms.reader.read(ms.port)
+    catalog = ms.catalog()
+    journal = catalog.journal.schema
+    catalog.close()
+    old, new = f"{OLD}/{DB}.db/killed", f"{NEW}/{DB}.db/killed"
+    killed = subprocess.run([sys.executable, "-c", KILLER, ms.sql_url, journal, old, new, "3"],
+                            capture_output=True, text=True, timeout=180)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    events, now = ms.reader.read(ms.port, current)
+    assert len(events) == 2 and [e["id"] for e in events] == [current + 1, current + 2]
+    with ms.client() as client:
+        moved = {tuple(p.values) for p in client.get_partitions(DB, "killed", -1) if _under(p.sd.location, NEW)}
+    logged = {tuple(e["afterValues"][1:-1].split(", ")) for e in events
+              if e["type"] == "ALTER_PARTITION" and _under(e["after"], NEW)}
+    assert logged <= moved and len(moved) == len([e for e in events if _under(e["after"], NEW)
+                                                  and e["type"] == "ALTER_PARTITION"])
+
+    catalog = ms.catalog()
+    try:
+        report = catalog.relocate(RelocationRequest(old, new, Scope(DB, "killed"), chunk_size=1))  # resumes
+    finally:
+        catalog.close()
+    rest, _ = ms.reader.read(ms.port, now)
+    assert report.notification_events == len(rest) > 0
+    assert [e["id"] for e in rest] == list(range(now + 1, now + 1 + len(rest)))
+    assert len(_objects(events + rest)) == len(DATES) + 1
+
+
+def test_thrift_rewrites_are_logged_by_the_metastore_itself(sales: Metastore, tmp_path):
+    """The Thrift backend writes through alter_table / alter_partitions: the metastore's listener logs them,
+    hivecat adds nothing (docs/notification-events.md)."""
+    from hivecat.catalog.thrift import ThriftCatalog
+
+    if sales.version == 4:
+        pytest.skip("the Thrift backend speaks Hive 2.x calls that Hive 4 removed (get_table): "
+                    "test_relocate_real_hive34 covers Hive 4 by SQL only")
+    ms = sales
+    OLD, NEW = ms.old, ms.new
+    _make_table(ms, "thrift")
+    _, current = ms.reader.read(ms.port)
+    catalog = ThriftCatalog(f"thrift://127.0.0.1:{ms.port}", journal_url=f"sqlite:///{tmp_path / 'j.db'}")
+    try:
+        report = catalog.relocate(RelocationRequest(f"{OLD}/{DB}.db/thrift", f"{NEW}/{DB}.db/thrift",
+                                                    scope=Scope(database=DB, table="thrift")))
+    finally:
+        catalog.close()
+    events, _ = ms.reader.read(ms.port, current)
+    assert report.rewritten and report.notification_events == 0
+    partitions = {e["afterValues"]: e for e in events if e["type"] == "ALTER_PARTITION"}
+    assert set(partitions) == {f"[{dt}, 7]" for dt in DATES}
+    assert all(_under(e["after"], NEW) for e in partitions.values())
+    assert any(e["type"] == "ALTER_TABLE" and _under(e["after"], NEW) for e in events)
