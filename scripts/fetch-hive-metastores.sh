@@ -10,10 +10,11 @@
 # release's -bin.tar.gz (classifier `bin`, on Maven Central too: the jars themselves hold no *.sql).
 # A stamp file records what was fetched: a second run with unchanged poms only compares stamps.
 #
-#   $HIVECAT_CACHE/maven/hive-listener-2.3.10/                    DbNotificationListener for the 2.3.10 metastore
-#                                                                  of Spark's jars (hivecat.local.metastore)
+#   $HIVECAT_CACHE/maven/hive-listener-{2.3.10,3.1.3}/            DbNotificationListener (hive-hcatalog-server-
+#                                                                  extensions, the jar alone) for the 2.3.10
+#                                                                  metastore of Spark's jars and for 3.1.3
 #
-# Usage: scripts/fetch-hive-metastores.sh [hive3|hive4|listener2|all]     (default: all)
+# Usage: scripts/fetch-hive-metastores.sh [hive3|hive4|listeners|all]     (default: all)
 # Prints one line per metastore: `<name> <dir> <fetched in Ns | cached>`.
 set -euo pipefail
 
@@ -65,8 +66,8 @@ fetch_jar() {  # fetch_jar <name> <coordinates>: one jar alone
 
 which="${1:-all}"
 case "$which" in
-    hive3|hive4|listener2|all) ;;
-    *) echo "usage: $0 [hive3|hive4|listener2|all]" >&2; exit 2 ;;
+    hive3|hive4|listeners|all) ;;
+    *) echo "usage: $0 [hive3|hive4|listeners|all]" >&2; exit 2 ;;
 esac
 command -v mvn > /dev/null || { echo "mvn not found: install maven (make setup)" >&2; exit 1; }
 mkdir -p "$CACHE"
@@ -81,6 +82,9 @@ if [[ "$which" == hive4 || "$which" == all ]]; then
     fetch tests/maven/hive4/pom.xml hive-standalone-metastore-server-4.0.1 \
         org.apache.hive:hive-standalone-metastore-server:4.0.1:tar.gz:bin
 fi
-if [[ "$which" == listener2 || "$which" == all ]]; then
-    fetch_jar hive-listener-2.3.10 org.apache.hive.hcatalog:hive-hcatalog-server-extensions:2.3.10
+if [[ "$which" == listeners || "$which" == all ]]; then
+    # No 4.0.x is published (the next is 4.2.0, built for Java 21): tests/java/StandInNotificationListener.java
+    for version in 2.3.10 3.1.3; do
+        fetch_jar "hive-listener-$version" "org.apache.hive.hcatalog:hive-hcatalog-server-extensions:$version"
+    done
 fi

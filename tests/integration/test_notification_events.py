@@ -29,7 +29,7 @@ from hivecat.local.metastore import MetastoreDatabase, MetastoreServer
 from hivecat.local.scratch_db import create_database, drop_database
 from support.hive_metastores import RELEASES, StandaloneMetastore, database_v3, release_home
 from support.notification_log import (
-    JAVA, LISTENER_CONF, STAND_IN_CONF, STAND_IN_LISTENER, EventReader, compiled, listener_jar_23,
+    JAVA, LISTENER_CONF, STAND_IN_CONF, STAND_IN_LISTENER, EventReader, compiled, listener_jar,
 )
 from support.services import unique_name
 
@@ -70,7 +70,7 @@ def metastore(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     database = make(url.host, url.port or (3306 if dialect == "mariadb" else 5432), name, url.username, url.password)
     root = tmp_path_factory.mktemp(f"events-{key}-{dialect}")
     if key == "hive2":
-        jar = listener_jar_23()
+        jar = listener_jar("2.3.10")
         server = MetastoreServer(database, root / "hms", (root / "warehouse").as_uri(), extra_conf=LISTENER_CONF,
                                  extra_jars=[jar])
         classpath = [str(spark_jars_dir() / "*"), jar]
@@ -80,7 +80,7 @@ def metastore(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
         server = StandaloneMetastore(RELEASES[key], database, root / "hms", root / "fs",
                                      extra_conf=STAND_IN_CONF if stand_in else LISTENER_CONF,
                                      extra_classpath=[str(compiled(JAVA / f"{STAND_IN_LISTENER}.java", classpath))]
-                                     if stand_in else [])
+                                     if stand_in else [listener_jar(RELEASES[key].version)])
     try:
         server.start()
     except (RuntimeError, FileNotFoundError) as exc:

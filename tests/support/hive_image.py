@@ -28,6 +28,7 @@ from typing import Any
 from hivecat.local.java import java_executable
 from hivecat.local.metastore import MARIADB_JDBC_JAR, POSTGRESQL_JDBC_JAR
 from support.hive_metastores import HMS_MAIN_CLASS, HiveRelease, release_home
+from support.notification_log import listener_jar
 from support.kube_resources import container_env
 from support.procs import processes
 
@@ -48,14 +49,28 @@ class StandInImage:
         (self.home / "bin").mkdir(parents=True, exist_ok=True)
         metastore_home = release_home(release)
         driver = MARIADB_JDBC_JAR if dialect == "mysql" else POSTGRESQL_JDBC_JAR
-        classpath = f'"$HIVE_CONF_DIR":{shlex.quote(str(metastore_home))}/*:{shlex.quote(driver)}'
+        # bin/hive adds HIVE_AUX_JARS_PATH (commas between jars) to the classpath: so does the stand-in
+        classpath = (f'"$HIVE_CONF_DIR":{shlex.quote(str(metastore_home))}/*:{shlex.quote(driver)}'
+                     ':"$(printf %s "${HIVE_AUX_JARS_PATH:-}" | tr , :)"')
         java = f"{shlex.quote(java_executable())} -Xmx512m -cp {classpath}"
+        self._hcatalog(release)
         prelude = f"#!/bin/sh\nexport METASTORE_HOME={shlex.quote(str(metastore_home))}\n"
         self._script("schematool", prelude + f'exec {java} {release.schema_tool} "$@"\n')
         conf = " ".join(f"--hiveconf {shlex.quote(f'{k}={v}')}" for k, v in {**STANDALONE_CONF, **release.conf}.items())
         # `hive --service metastore ARGS`: the image's launcher; here the metastore's main class directly.
         self._script("hive", prelude + '[ "$1" = --service ] && [ "$2" = metastore ] && shift 2\n'
                      f'exec {java} {HMS_MAIN_CLASS} -p "${STANDIN_PORT_ENV}" {conf} "$@"\n')
+
+    def _hcatalog(self, release: HiveRelease) -> None:
+        """DbNotificationListener where Apache Hive's binary distribution keeps it, for releases that publish it
+        (not 4.0.x: see tests/support/notification_log.py)."""
+        if release.version.startswith("4.0"):
+            return
+        hcatalog = self.home / "hcatalog" / "share" / "hcatalog"
+        hcatalog.mkdir(parents=True, exist_ok=True)
+        link = hcatalog / f"hive-hcatalog-server-extensions-{release.version}.jar"
+        if not link.exists():
+            link.symlink_to(listener_jar(release.version))
 
     def _script(self, name: str, text: str) -> None:
         path = self.home / "bin" / name
@@ -68,7 +83,8 @@ class StandInImage:
         env = {"PATH": os.environ["PATH"], "HOME": str(self.root), **extra,
                **container_env(dict(container), lambda name, key: secrets[(name, key)])}
         env["HIVE_HOME"], env["HIVE_CONF_DIR"] = str(self.home), str(conf_dir)
-        return env
+        # $(HIVE_HOME) in a later variable: the kubelet expands it from the container's own HIVE_HOME
+        return {name: value.replace("$(HIVE_HOME)", env["HIVE_HOME"]) for name, value in env.items()}
 
     @staticmethod
     def conf_dir(root: Path, files: Mapping[str, str]) -> Path:

@@ -32,10 +32,10 @@ STAND_IN_CONF = {"hive.metastore.transactional.event.listeners": STAND_IN_LISTEN
 
 
 @functools.cache
-def listener_jar_23() -> str:
-    """DbNotificationListener 2.3.10, for the metastore of Spark's jars (hive-metastore 2.3.10)."""
-    result = subprocess.run(["bash", str(FETCH_SCRIPT), "listener2"], capture_output=True, text=True)
-    jar = cache_root() / "hive-listener-2.3.10" / "hive-hcatalog-server-extensions-2.3.10.jar"
+def listener_jar(version: str) -> str:
+    """DbNotificationListener of Hive `version` (2.3.10: for the metastore of Spark's jars; 3.1.3)."""
+    result = subprocess.run(["bash", str(FETCH_SCRIPT), "listeners"], capture_output=True, text=True)
+    jar = cache_root() / f"hive-listener-{version}" / f"hive-hcatalog-server-extensions-{version}.jar"
     if result.returncode != 0 or not jar.exists():
         raise FileNotFoundError(f"{jar} could not be fetched:\n{(result.stdout + result.stderr)[-2000:]}")
     return str(jar)

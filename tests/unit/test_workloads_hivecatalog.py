@@ -18,7 +18,8 @@ from hivecat.workloads.client_config import client_config_map, spark_defaults_co
 from hivecat.workloads.discovery import discovery_config_map
 from hivecat.workloads.labels import catalog_labels, label_value, object_name
 from hivecat.workloads.metastore import (config_hash, metastore_config_map, metastore_config_map_name,
-                                         metastore_deployment, metastore_endpoint, metastore_service)
+                                         metastore_deployment, metastore_endpoint, metastore_service,
+                                         server_properties)
 
 IMAGE = "apache/hive:3.1.3"
 FACTORY = {"hive.metastore.client.factory.class": GLUE_CLIENT_FACTORY}
@@ -134,6 +135,7 @@ def test_mariadb_metastore_config_verbatim() -> None:
             "datanucleus.schema.autoCreateAll": "false",
             "hive.metastore.port": "9083",
             "hive.metastore.schema.verification": "true",
+            "hive.metastore.transactional.event.listeners": "org.apache.hive.hcatalog.listener.DbNotificationListener",
             "hive.metastore.try.direct.sql": "true",
             "hive.metastore.warehouse.dir": "hdfs://nn:8020/user/hive/warehouse",
             "javax.jdo.option.ConnectionDriverName": "org.mariadb.jdbc.Driver",
@@ -150,6 +152,7 @@ def test_postgresql_metastore_config_verbatim() -> None:
         "datanucleus.schema.autoCreateAll": "false",
         "hive.metastore.port": "9083",
         "hive.metastore.schema.verification": "true",
+        "hive.metastore.transactional.event.listeners": "org.apache.hive.hcatalog.listener.DbNotificationListener",
         "hive.metastore.warehouse.dir": "s3a://finance/warehouse",
         "javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
         "javax.jdo.option.ConnectionPassword": "${env.HIVECAT_DB_PASSWORD}",
@@ -171,6 +174,9 @@ def test_mariadb_deployment() -> None:
     assert container["command"] == ["sh", "-c", 'exec "$HIVE_HOME/bin/hive" --service metastore']
     assert container["env"] == [
         {"name": "HIVE_HOME", "value": "/opt/hive"}, {"name": "HIVE_CONF_DIR", "value": "/etc/hive-conf"},
+        # the notification listener, where Apache Hive's distribution keeps it (bin/hive adds aux jars)
+        {"name": "HIVE_AUX_JARS_PATH",
+         "value": "$(HIVE_HOME)/hcatalog/share/hcatalog/hive-hcatalog-server-extensions-3.1.3.jar"},
         {"name": "HIVECAT_DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "analytics-db", "key": "password"}}}]
     assert container["ports"] == [{"name": "thrift", "containerPort": 9083, "protocol": "TCP"}]
     assert container["readinessProbe"]["tcpSocket"] == {"port": "thrift"}
@@ -178,6 +184,17 @@ def test_mariadb_deployment() -> None:
     assert container["volumeMounts"] == [{"name": "hive-conf", "mountPath": "/etc/hive-conf", "readOnly": True}]
     assert template["spec"]["volumes"] == [{"name": "hive-conf", "configMap": {"name": "analytics-metastore-config"}}]
     assert template["spec"]["automountServiceAccountToken"] is False
+
+
+def test_notification_events_disabled_leave_out_the_listener_and_user_listeners_are_kept() -> None:
+    listeners = "hive.metastore.transactional.event.listeners"
+    quiet = dataclasses.replace(mariadb(), notification_events=False)
+    assert listeners not in metastore_config_map(quiet)["data"]["hive-site.xml"]
+    [container] = metastore_deployment(quiet, "h")["spec"]["template"]["spec"]["containers"]
+    assert "HIVE_AUX_JARS_PATH" not in {e["name"] for e in container["env"]}
+    own = dataclasses.replace(mariadb(), configurations={"hive-site": {listeners: "com.example.Audit, x.Y"}})
+    assert server_properties(own)[listeners] == (
+        "com.example.Audit,x.Y,org.apache.hive.hcatalog.listener.DbNotificationListener")
 
 
 def test_postgresql_deployment_takes_image_pull_policy_and_hive_home() -> None:
@@ -194,7 +211,7 @@ def test_derby_initializes_its_own_schema_in_an_empty_dir_and_recreates() -> Non
     pod = deployment["spec"]["template"]["spec"]
     [container] = pod["containers"]
     assert "-initSchema" in container["command"][2] and "PASSWORD" not in container["command"][2]
-    assert [e["name"] for e in container["env"]] == ["HIVE_HOME", "HIVE_CONF_DIR"]
+    assert [e["name"] for e in container["env"]] == ["HIVE_HOME", "HIVE_CONF_DIR", "HIVE_AUX_JARS_PATH"]
     assert {"name": "derby", "emptyDir": {}} in pod["volumes"]
     assert deployment["spec"]["strategy"] == {"type": "Recreate"}
     assert "jdbc:derby:;databaseName=/var/lib/hivecat/derby/metastore_db;create=true" in (

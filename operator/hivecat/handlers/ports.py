@@ -76,7 +76,8 @@ def open_backend(namespace: str, backend: Backend) -> Catalog:
             failure = glue_failure(error, f"AWS STS (role {backend.glue_role})")
             raise CatalogUnavailable(failure.reason, failure.message) from None
     journal = JournalSettings(schema=settings.journal_schema, url=settings.journal_url)
-    return open_catalog(backend.target, password=password, journal=journal, glue_credentials=glue)
+    return open_catalog(backend.target, password=password, journal=journal, glue_credentials=glue,
+                        notification_events=backend.notification_events)
 
 
 class LivePorts:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hivecat import reasons
+from hivecat.catalog.model import EVENTS_AUTO, EVENTS_OFF
 from hivecat.catalog.targets import CatalogTarget, GlueTarget, InvalidTarget, SqlTarget, ThriftTarget
 from hivecat.reconcile.conditions import Condition
 from hivecat.replication.registry import RegistryDecision
@@ -33,6 +34,7 @@ class Backend:
     glue_credentials: GlueCredentialsRef | None = None
     glue_role: str | None = None  # spec.glue.roleArn: assumed with the operator's identity (the policy granted it)
     journaled_elsewhere: bool = False  # Glue, Thrift: the journal needs the operator's journal database
+    notification_events: str = EVENTS_AUTO  # Database: whether its rewrites log notification events
 
 
 def backends_of(catalog: HiveCatalogSpec, access: str,
@@ -56,7 +58,8 @@ def backends_of(catalog: HiveCatalogSpec, access: str,
                                   "that only the metastore pod reaches: scan it through the metastore's Thrift "
                                   "API instead (metastoreAccess Thrift)")
             found.append(Backend("Database", SqlTarget(database.dialect, database.host, database.name,
-                                                       database.user or "", database.port), password=database.password))
+                                                       database.user or "", database.port), password=database.password,
+                                 notification_events=EVENTS_AUTO if catalog.notification_events else EVENTS_OFF))
     if catalog.mode in (GLUE, HYBRID):
         glue = catalog.glue
         assert glue is not None  # parse_hive_catalog refuses Glue/Hybrid without it

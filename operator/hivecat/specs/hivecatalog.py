@@ -106,6 +106,7 @@ class HiveCatalogSpec:
     database: DatabaseSpec | None
     glue: GlueSpec | None
     confirm_mode_switch: bool  # annotation hivecatalog.io/confirm-mode-switch: "true"
+    notification_events: bool = True  # spec.notificationEvents: Enabled (the listener runs, rewrites log events)
 
 
 def parse_hive_catalog(body: Mapping[str, Any], *, default_image: str) -> HiveCatalogSpec:
@@ -144,9 +145,18 @@ def parse_hive_catalog(body: Mapping[str, Any], *, default_image: str) -> HiveCa
         database=database,
         glue=glue,
         confirm_mode_switch=str(annotations.get(ANNOTATION_CONFIRM_MODE_SWITCH, "")).strip().lower() == "true",
+        notification_events=_notification_events(spec),
     )
     check_spec(HIVE_CATALOG.kind, body)  # what the checks above leave to the CRD's schema
     return parsed
+
+
+def _notification_events(spec: Mapping[str, Any]) -> bool:
+    value = opt_str(spec, "notificationEvents", "spec") or "Enabled"
+    if value not in ("Enabled", "Disabled"):
+        raise SpecInvalid(reasons.INVALID_FIELD, f"spec.notificationEvents must be Enabled or Disabled, not "
+                                                 f"{value[:40]!r}")
+    return value == "Enabled"
 
 
 def _configurations(items: Any) -> dict[str, dict[str, str]]:

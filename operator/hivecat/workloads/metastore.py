@@ -34,6 +34,16 @@ PASSWORD_REFERENCE: Final = f"${{env.{PASSWORD_ENV}}}"
 DERBY_DIR: Final = "/var/lib/hivecat/derby"  # an emptyDir: Derby's data lives and dies with the pod
 DERBY_VOLUME: Final = "derby"
 DERBY_DRIVER: Final = "org.apache.derby.jdbc.EmbeddedDriver"
+# The notification log (spec.notificationEvents): Hive's DbNotificationListener, from the hcatalog directory of
+# Apache Hive's binary distribution (the apache/hive images), which bin/hive adds through HIVE_AUX_JARS_PATH.
+LISTENERS_PROPERTY: Final = "hive.metastore.transactional.event.listeners"
+NOTIFICATION_LISTENER: Final = "org.apache.hive.hcatalog.listener.DbNotificationListener"
+AUX_JARS_ENV: Final = "HIVE_AUX_JARS_PATH"
+
+
+def listener_jar(hive_version: str) -> str:
+    """Its path in the image: $(HIVE_HOME), which the kubelet expands from the container's HIVE_HOME."""
+    return f"$(HIVE_HOME)/hcatalog/share/hcatalog/hive-hcatalog-server-extensions-{hive_version}.jar"
 
 # Constant scripts: every value from the spec reaches them as an env var, quoted, never spliced into shell
 # text; the password is not among their arguments (hive-site.xml refers to it). A shell to expand $HIVE_HOME.
@@ -91,6 +101,9 @@ def server_properties(spec: HiveCatalogSpec) -> dict[str, str]:
         owned["hive.metastore.warehouse.dir"] = spec.metastore.warehouse_dir
     # A password here would be published in a ConfigMap: none, whatever a hand-made body said.
     user = {k: v for k, v in spec.configurations.get(HIVE_SITE, {}).items() if k != PASSWORD_PROPERTY}
+    if spec.notification_events:  # the user's own transactional listeners stay, the notification listener joins
+        listeners = [name.strip() for name in user.get(LISTENERS_PROPERTY, "").split(",") if name.strip()]
+        owned[LISTENERS_PROPERTY] = ",".join(dict.fromkeys([*listeners, NOTIFICATION_LISTENER]))
     return {**user, **owned}
 
 
@@ -126,6 +139,8 @@ def _container(spec: HiveCatalogSpec) -> dict[str, Any]:
     m = spec.metastore
     env: list[dict[str, Any]] = [{"name": "HIVE_HOME", "value": m.hive_home},
                                  {"name": "HIVE_CONF_DIR", "value": CONF_DIR}]
+    if spec.notification_events:
+        env.append({"name": AUX_JARS_ENV, "value": listener_jar(m.hive_version)})
     mounts = [{"name": CONF_VOLUME, "mountPath": CONF_DIR, "readOnly": True}]
     if db.password is not None:
         env.append({"name": PASSWORD_ENV,
