@@ -4,7 +4,8 @@ relocation through one connection vs several; Glue call count.
 One run builds a partitioned table in a real HMS 2.3 schema on MariaDB (see relocate_support/hms_rows.py),
 copies it once per contender, moves every location from hdfs://old-nn:8020/warehouse to
 hdfs://new-nn:8020/warehouse with each contender on its own identical copy, checks each result, and
-prints the figures side by side. Targets (issue 3): hivecat <= 3x the bare UPDATE at 1,000,000 partitions;
+prints the figures side by side. Targets (issue 3): hivecat <= 3x the bare UPDATE at 1,000,000 partitions
+(issue 29: <= 4x with notification events);
 metatool >= 50x slower than hivecat at 100,000; Glue writes <= ceil(P/100) + a constant.
 
     python benchmarks/relocate.py            # full size: 1,000,000 / 100,000 / 10,000 / 5,000
@@ -31,6 +32,7 @@ from pathlib import Path
 
 from hivecat.local.scratch_db import create_database, drop_database
 from relocate_support import hms_rows
+from hivecat.catalog.model import EVENTS_ON
 from hivecat.catalog.targets import DEFAULT_THRIFT_CONNECTIONS
 from relocate_support.contenders import (
     floor_update, hivecat_relocate, hivecat_thrift_relocate, metatool_update_location, thrift_alter_partitions,
@@ -218,8 +220,9 @@ def run(sizes: Sizes, workdir: Path) -> dict:
 def big_figures(scratch: Scratch, template: str, partitions: int, figures: dict):
     """hivecat against the bare UPDATE on two copies of the 1M-partition table, run in turns (floor first in
     each round: it gets the warmer cache); medians of ROUNDS. Returns hivecat's slowest run."""
-    big_hivecat, big_floor = build(scratch, template, "big", partitions, ["hivecat", "floor"])
+    big_hivecat, big_floor, big_events = build(scratch, template, "big", partitions, ["hivecat", "floor", "events"])
     runs: list = []
+    event_runs: list = []
 
     def check(name: str, who: str):
         return lambda at_new: verified(name, partitions, who) if at_new else hms_rows.verify_built(
@@ -236,9 +239,20 @@ def big_figures(scratch: Scratch, template: str, partitions: int, figures: dict)
             SERVER_URL, big_hivecat, scratch.name(f"journal_big{n}"), old, new)))
         check(big_hivecat, "hivecat")(not at_new)
         hivecat_runs.append(runs[-1].seconds)
+        hms_rows.clear_notification_log(hms_rows.database_url(SERVER_URL, big_events))  # untimed: each round alike
+        event_runs.append(timed(f"hivecat with notification events, {partitions}, round {n + 1}", lambda: hivecat_relocate(
+            SERVER_URL, big_events, scratch.name(f"journal_events{n}"), old, new, notification_events=EVENTS_ON)))
+        check(big_events, "hivecat with notification events")(not at_new)
+        if event_runs[-1].events != partitions + 1:  # one ALTER_PARTITION each, one ALTER_TABLE (2.3: no database event)
+            raise AssertionError(f"{event_runs[-1].events} notification events for {partitions} partitions and a table")
     hivecat_s, floor_s = statistics.median(hivecat_runs), statistics.median(floor_runs)
+    events_s = statistics.median(r.seconds for r in event_runs)
     figures.update(hivecat_s=round(hivecat_s, 3), floor_s=round(floor_s, 3),
-                   hivecat_over_floor=round(hivecat_s / floor_s, 2), rounds=ROUNDS)
+                   hivecat_over_floor=round(hivecat_s / floor_s, 2), rounds=ROUNDS,
+                   events_s=round(events_s, 3), events_over_floor=round(events_s / floor_s, 2),
+                   events_over_hivecat=round(events_s / hivecat_s, 2),
+                   events_lock_s=round(statistics.median(r.lock_s for r in event_runs), 3),
+                   events_per_run=event_runs[-1].events)
     for n, (hivecat_run, floor_run) in enumerate(zip(hivecat_runs, floor_runs), 1):  # JSON values stay scalars
         figures.update({f"hivecat_run{n}_s": round(hivecat_run, 3), f"floor_run{n}_s": round(floor_run, 3)})
     return max(runs, key=lambda run: run.seconds)
@@ -284,6 +298,9 @@ def report_sql(figures: dict, hivecat) -> None:
           f"hivecat/floor {f['hivecat_over_floor']:.2f}x (target <= 3x; medians of {f['rounds']}: hivecat "
           f"{[f[f'hivecat_run{n}_s'] for n in range(1, f['rounds'] + 1)]}, bare UPDATE "
           f"{[f[f'floor_run{n}_s'] for n in range(1, f['rounds'] + 1)]})")
+    print(f"{f['partitions']:>9} partitions  hivecat with notification events {f['events_s']:.2f} s: "
+          f"{f['events_over_floor']:.2f}x the bare UPDATE (target <= 4x), {f['events_over_hivecat']:.2f}x hivecat "
+          f"without; {f['events_per_run']} events, the listener's lock held {f['events_lock_s']:.2f} s (medians)")
     print(f"{f['metatool_partitions']:>9} partitions  metatool {f['metatool_s']:.2f} s   hivecat {f['hivecat_100k_s']:.2f} s"
           f"   bare UPDATE {f['floor_100k_s']:.2f} s   metatool/hivecat {f['metatool_over_hivecat']:.1f}x "
           f"(target >= 50x)")

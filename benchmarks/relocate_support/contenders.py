@@ -9,7 +9,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from hivecat.catalog.model import ObjectKind, RelocationRequest, Scope
+from hivecat.catalog.model import EVENTS_OFF, ObjectKind, RelocationRequest, Scope
 from hivecat.catalog.sql.catalog import SqlCatalog
 from hivecat.local.metastore import MetastoreServer
 from hivecat.local.scratch_db import drop_database
@@ -25,6 +25,8 @@ class HivecatRun:
     rewritten: int
     statements: list[tuple[float, str]] = field(default_factory=list)  # (seconds, SQL), slowest first
     plans: dict[str, list[str]] = field(default_factory=dict)  # SQL -> its EXPLAIN, when asked for
+    events: int = 0  # notification events logged
+    lock_s: float = 0.0  # statements run while holding the notification listener's lock (commit not included)
 
 
 # What EXPLAIN is asked about: the statements that read or write the metastore's rows (not the journal's DDL).
@@ -42,13 +44,13 @@ def _explain(cursor, statement: str, parameters, postgresql: bool) -> list[str]:
 
 
 def hivecat_relocate(server_url: str, name: str, journal_schema: str, old: str = OLD_ROOT,
-                     new: str = NEW_ROOT, explain: bool = False) -> HivecatRun:
+                     new: str = NEW_ROOT, explain: bool = False, notification_events: str = EVENTS_OFF) -> HivecatRun:
     """hivecat's SQL backend: one transaction, journal on. Times relocate() only, not connecting.
 
     With `explain`, each statement that reads or writes rows is EXPLAINed just before it runs (outside its
     timing, but inside relocate()'s: such a run is for its plans, not its seconds)."""
     url = sa.make_url(server_url).set(database=name)
-    catalog = SqlCatalog(url, journal_schema=journal_schema)
+    catalog = SqlCatalog(url, journal_schema=journal_schema, notification_events=notification_events)
     statements: list[tuple[float, str]] = []
     plans: dict[str, list[str]] = {}
 
@@ -76,7 +78,10 @@ def hivecat_relocate(server_url: str, name: str, journal_schema: str, old: str =
         drop_database(server_url, journal_schema)
     if report.conflicted:
         raise AssertionError(f"hivecat reported {report.conflicted} conflicts on data nobody else touched")
-    return HivecatRun(seconds, report.rewritten, sorted(statements, reverse=True), plans)
+    locked = next((n for n, (_, sql) in enumerate(statements)
+                   if "NOTIFICATION_SEQUENCE" in sql and "FOR UPDATE" in sql.upper()), len(statements))
+    return HivecatRun(seconds, report.rewritten, sorted(statements, reverse=True), plans, report.notification_events,
+                      sum(s for s, _ in statements[locked:]))
 
 
 def anchored_like(prefix: str) -> str:

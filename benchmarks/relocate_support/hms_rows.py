@@ -251,3 +251,13 @@ def verify_built(url: str, partitions: int) -> None:
                              partitions + 1)
     if check != expected:
         raise AssertionError(f"the benchmark data is not as built: {check} (expected {expected})")
+
+
+def clear_notification_log(url: str) -> None:
+    """Empty the notification log (what the metastore's cleaner does to expired events)."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text("DELETE FROM NOTIFICATION_LOG"))
+    finally:
+        engine.dispose()

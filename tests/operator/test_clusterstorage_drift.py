@@ -31,9 +31,10 @@ from hivecat.workloads.metastore import metastore_config_map
 from hivecat.workloads.schema_job import schema_job
 from support.hdfs import HdfsCluster, hadoop_jar_dir, hdfs_cluster  # noqa: F401  (fixtures by name)
 from support.hive_image import STANDIN_PORT_ENV, StandInImage
-from support.hive_metastores import HIVE3
+from support.hive_metastores import HIVE3, release_home
 from support.kube_resources import apply, events, get, password_secret, status_of, wait_for, wait_reason
 from support.location_dump import dump_locations
+from support.notification_log import EventReader
 from support.policy import grant, metastore_at
 from support.sales_orders import spark_script
 from support.scrape import sample, scrape
@@ -178,6 +179,8 @@ def test_namenode_moved_drift_reported_repaired_and_undone_after_a_restart(
         assert clusters["main"]["filesystem"] == new and clusters["main"]["previousFilesystems"] == [old]
 
         # Auto: the repair rewrites exactly the drifted locations, and Spark reads every row again.
+        reader = EventReader([str(release_home(HIVE3) / "*")])
+        _, logged_before = reader.read(port)
         apply(kubectl, namespace, storage(new, "Auto"))
         repaired = wait_for("the repair", lambda: drift(kubectl, namespace).get("lastRepairRunId")
                             and drift(kubectl, namespace).get("driftedLocations") == 0 and drift(kubectl, namespace),
@@ -187,6 +190,7 @@ def test_namenode_moved_drift_reported_repaired_and_undone_after_a_restart(
         wait_reason(kubectl, namespace, "main", "NoDrift", "Drifted", kind="clusterstorage")
         event = wait_for("the DriftRepaired Event", lambda: events(kubectl, namespace, "DriftRepaired"))
         assert run_id in event[0]["message"] and "rewrote 5 locations" in event[0]["message"]
+        assert "logged as 5 notification events" in event[0]["message"]
         samples = scrape(metrics_port)  # the operator's /metrics says the same
         assert sample(samples, "hivecat_drift_locations", namespace=namespace, clusterstorage="main") == 0
         assert sample(samples, "hivecat_locations_rewritten_total", kind="partition", outcome="rewritten") == 3
@@ -202,6 +206,13 @@ def test_namenode_moved_drift_reported_repaired_and_undone_after_a_restart(
             parts = client.get_partitions("sales", "orders", -1)
             assert len(parts) == 3 and all(p.sd.location.startswith(f"{new}/warehouse/sales.db/orders/dt=")
                                            for p in parts)
+        # The metastore runs its notification listener (spec.notificationEvents defaults to Enabled), and the
+        # repair, written straight into its database, is in its log as the alters it made: what Impala or Hive
+        # replication would read, decoded here by Hive's own deserializer through the metastore's Thrift API.
+        logged, _ = reader.read(port, logged_before)
+        assert sorted(e["type"] for e in logged) == ["ALTER_DATABASE", "ALTER_PARTITION", "ALTER_PARTITION",
+                                                     "ALTER_PARTITION", "ALTER_TABLE"], logged
+        assert all(e["after"].startswith(new) and e["before"].startswith(old) for e in logged)
 
         # Back to DryRun, then the operator restarts: the journal is in the database, not in the process.
         apply(kubectl, namespace, storage(new, "DryRun"))

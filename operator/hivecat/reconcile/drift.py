@@ -95,9 +95,16 @@ def repair_events(label: str, runs: Sequence[RelocationReport]) -> list[tuple[st
                            if c.rewritten)
         events.append(("Normal", reasons.DRIFT_REPAIRED,
                        f"{label}: rewrote {report.rewritten} locations from {report.old_prefix} to "
-                       f"{report.new_prefix} ({counts or 'none'}) in run {report.run_id}; an undo of that run "
-                       "restores them"))
+                       f"{report.new_prefix} ({counts or 'none'}) in run {report.run_id}"
+                       f"{_logged(report)}; an undo of that run restores them"))
     return events
+
+
+def _logged(report: RelocationReport) -> str:
+    """What the metastore's notification log says of the run (engines that follow it refresh those objects)."""
+    if report.notification_events:
+        return f", logged as {report.notification_events} notification events"
+    return ""
 
 
 def _refusal(refusal: Refusal) -> dict[str, Any]:

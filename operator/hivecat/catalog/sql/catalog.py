@@ -9,7 +9,7 @@ params.py, refusals.py, locks.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 
@@ -208,8 +208,11 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
         rows) as notification events, last before the commit: they hold the listener's lock until then."""
         if not events.log.write:
             return
-        src = changes(conn, self.journal, run_id, state, moves, undo=undo, kind=kind, chunk=chunk)
-        events.written += publish(conn, self.engine, self.schema, src,
+        def changed(kinds: Iterable[ObjectKind]) -> sa.Subquery:
+            return changes(conn, self.journal, run_id, state, moves, [k for k in kinds if kind in (None, k)],
+                           undo=undo, chunk=chunk)
+
+        events.written += publish(conn, self.engine, self.schema, changed,
                                   self.hive_catalog if self.schema.has_catalogs else None, events.log.format)
         t = self.journal.touched
         conn.execute(sa.delete(t).where(t.c.run_no == self.journal.run_no(conn, run_id)))

@@ -48,7 +48,9 @@ class Json:
         return sa.func.concat(*(sa.literal(p, sa.Text) if isinstance(p, str) else p for p in parts))
 
     def join(self, parts: Sequence[sa.ColumnElement | str]) -> Text:
-        """Non-NULL parts joined by commas."""
+        """Non-NULL parts joined by commas ('' for no parts: CONCAT_WS needs one)."""
+        if not parts:
+            return sa.literal("", sa.Text)
         return sa.func.concat_ws(",", *(sa.literal(p, sa.Text) if isinstance(p, str) else p for p in parts))
 
     def obj(self, parts: Sequence[sa.ColumnElement | str]) -> Text:

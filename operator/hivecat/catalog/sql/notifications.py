@@ -20,11 +20,11 @@ Whether to write: `auto` writes when the metastore has a notification log and a 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from hivecat.catalog.journal import kind_code
 from hivecat.catalog.model import ObjectKind
 from hivecat.catalog.sql.notification_json import FORMATS, GZIP_FORMAT, JSON_FORMAT, Json, Text, gzip_message
 from hivecat.catalog.sql.schema import HmsSchema
@@ -76,34 +76,42 @@ def _configured_format(conn: sa.Connection, s: HmsSchema) -> str:
     return GZIP_FORMAT if s.has_managed_location else JSON_FORMAT
 
 
-def _resolve(s: HmsSchema, src: sa.Subquery, owner: str) -> list[sa.Select]:
+Changes = Callable[[Iterable[ObjectKind]], sa.Subquery]  # (kind, key1, key2, before, after) of those kinds
+
+
+def _resolve(s: HmsSchema, changes: Changes, owner: str) -> list[sa.Select]:
     """(id, what, key, before, after) per changed row, `id` the owning partition's, table's or database's:
-    what is L (its storage location), P (a parameter), S (a SerDe parameter) or X (anything else)."""
-    def rows(id_col, what: str, kinds: list[ObjectKind], frm, with_key: bool = False) -> sa.Select:
+    what is L (its storage location), M (a database's managed location), P (a parameter), S (a SerDe parameter)
+    or X (anything else). Each part reads only its own kinds."""
+    def rows(id_col, what: str, src: sa.Subquery, frm, with_key: bool = False) -> sa.Select:
         none = sa.cast(sa.null(), sa.Text)
         return (sa.select(id_col.label("id"), sa.literal(what).label("what"),
                           sa.cast(src.c.key2, sa.Text).label("pkey") if with_key else none.label("pkey"),
                           sa.cast(src.c.before, sa.Text).label("before"), sa.cast(src.c.after, sa.Text).label("after"))
-                .select_from(frm).where(src.c.kind.in_([kind_code(k) for k in kinds])))
+                .select_from(frm))
 
     if owner == "database":
-        out = [rows(src.c.key1, "L", [ObjectKind.DATABASE], src)]
+        src = changes([ObjectKind.DATABASE])
+        out = [rows(src.c.key1, "L", src, src)]
         if s.has_managed_location:
-            out.append(rows(src.c.key1, "M", [ObjectKind.DATABASE_MANAGED], src))
+            src = changes([ObjectKind.DATABASE_MANAGED])
+            out.append(rows(src.c.key1, "M", src, src))
         return out
     base, sd_kind, param_kind, param_id = (
         (s["PARTITIONS"].alias("o"), ObjectKind.PARTITION, ObjectKind.PARTITION_PARAM, "PART_ID") if owner == "partition"
         else (s["TBLS"].alias("o"), ObjectKind.TABLE, ObjectKind.TABLE_PARAM, "TBL_ID"))
     own_id = base.c[param_id]
     sds = s["SDS"].alias("osd")
+    loc, params, serde = changes([sd_kind]), changes([param_kind]), changes([ObjectKind.SERDE_PARAM])
     out = [
-        rows(own_id, "L", [sd_kind], src.join(base, base.c.SD_ID == src.c.key1)),
-        rows(src.c.key1, "P", [param_kind], src, with_key=True),
-        rows(own_id, "S", [ObjectKind.SERDE_PARAM],
-             src.join(sds, sds.c.SERDE_ID == src.c.key1).join(base, base.c.SD_ID == sds.c.SD_ID), with_key=True),
+        rows(own_id, "L", loc, loc.join(base, base.c.SD_ID == loc.c.key1)),
+        rows(params.c.key1, "P", params, params, with_key=True),
+        rows(own_id, "S", serde, serde.join(sds, sds.c.SERDE_ID == serde.c.key1).join(base, base.c.SD_ID == sds.c.SD_ID),
+             with_key=True),
     ]
     if s.has("SKEWED_COL_VALUE_LOC_MAP"):
-        out.append(rows(own_id, "X", [ObjectKind.SKEWED_LOCATION], src.join(base, base.c.SD_ID == src.c.key1)))
+        skewed = changes([ObjectKind.SKEWED_LOCATION])
+        out.append(rows(own_id, "X", skewed, skewed.join(base, base.c.SD_ID == skewed.c.key1)))
     return out
 
 
@@ -127,7 +135,9 @@ def _grouped(j: Json, parts: list[sa.Select]) -> sa.Subquery:
                       count("P").label("n_params"), agg("P", u.c.before).label("params_before"),
                       agg("P", u.c.after).label("params_after"),
                       count("S").label("n_serde"), agg("S", u.c.before).label("serde_before"),
-                      agg("S", u.c.after).label("serde_after"))
+                      agg("S", u.c.after).label("serde_after"),
+                      # numbered here, on narrow rows: over the finished messages it cost twice their building
+                      sa.func.row_number().over(order_by=u.c.id).label("rank"))
             .group_by(u.c.id).subquery("objects"))
 
 
@@ -160,28 +170,26 @@ class Messages:
         serde_info = sa.case((n_serde > 0, j.t_rec(7, [j.t_str_map(3, n_serde, serde)])), else_=sa.null())
         return j.t_rec(field, [j.t_str(2, location), serde_info])
 
-    def _keys(self, tbl_id: sa.ColumnElement, part_id: sa.ColumnElement | None, width: int):
-        """Outer joins of each partition key (and value) by position, for width positions."""
+    def _with_keys(self, frm, tbl_id, part_id, width: int):
+        """`frm` outer-joined to each partition key (and value, for a partition) by position, `width` of them."""
         keys = [self.s["PARTITION_KEYS"].alias(f"k{i}") for i in range(width)]
         vals = [self.s["PARTITION_KEY_VALS"].alias(f"v{i}") for i in range(width)] if part_id is not None else []
-        return keys, vals
-
-    def _with_keys(self, frm, tbl_id, part_id, width: int):
-        keys, vals = self._keys(tbl_id, part_id, width)
         for i, k in enumerate(keys):
             frm = frm.outerjoin(k, sa.and_(k.c.TBL_ID == tbl_id, k.c.INTEGER_IDX == i))
         for i, v in enumerate(vals):
             frm = frm.outerjoin(v, sa.and_(v.c.PART_ID == part_id, v.c.INTEGER_IDX == i))
         return frm, keys, vals
 
-    def _table_obj(self, t, d, tsd, keys, location: sa.ColumnElement, n_params, params: Text, n_serde,
-                   serde: Text, ddl_time: bool) -> Text:
+    def _table_obj(self, t, d, keys, location: sa.ColumnElement, n_params, params: Text, n_serde,
+                   serde: Text, ddl_time: bool, brief: bool = False) -> Text:
+        """A Table: `brief` (the table of a partition's event, once per partition) without owner and times."""
         j = self.j
         n_keys = sum((sa.case((k.c.PKEY_NAME.is_(None), 0), else_=1) for k in keys), sa.literal(0))
         key_recs = j.join([j.unless_null(k.c.PKEY_NAME, j.obj([j.t_str(1, k.c.PKEY_NAME), j.t_str(2, k.c.PKEY_TYPE)]))
                            for k in keys])
-        parts = [j.t_str(1, t.c.TBL_NAME), j.t_str(2, d.c.NAME), j.t_str(3, t.c.OWNER), j.t_i32(4, t.c.CREATE_TIME),
-                 j.t_i32(5, t.c.LAST_ACCESS_TIME), j.t_i32(6, t.c.RETENTION), self._sd(7, location, n_serde, serde),
+        whole = [j.t_str(3, t.c.OWNER), j.t_i32(4, t.c.CREATE_TIME), j.t_i32(5, t.c.LAST_ACCESS_TIME),
+                 j.t_i32(6, t.c.RETENTION)] if brief is False else []
+        parts = [j.t_str(1, t.c.TBL_NAME), j.t_str(2, d.c.NAME), *whole, self._sd(7, location, n_serde, serde),
                  j.t_list(8, "rec", n_keys, key_recs), self._params(9, n_params, params, ddl_time),
                  j.t_str(12, t.c.TBL_TYPE)]
         if self.catalog_name:
@@ -203,15 +211,14 @@ class Messages:
 
         def partition(location, n_params, params, n_serde, serde, ddl_time: bool) -> Text:
             parts = [j.t_list(1, "str", n_vals, values), j.t_str(2, d.c.NAME), j.t_str(3, t.c.TBL_NAME),
-                     j.t_i32(4, p.c.CREATE_TIME), j.t_i32(5, p.c.LAST_ACCESS_TIME), self._sd(6, location, n_serde, serde),
-                     self._params(7, n_params, params, ddl_time)]
+                     self._sd(6, location, n_serde, serde), self._params(7, n_params, params, ddl_time)]
             if self.catalog_name:
                 parts.append(j.t_str(9, d.c.CTLG_NAME))
             return j.obj(parts)
 
         now_loc = psd.c.LOCATION
-        table = self._table_obj(t, d, tsd, keys, tsd.c.LOCATION, sa.literal(0), sa.literal("", sa.Text), sa.literal(0),
-                                sa.literal("", sa.Text), False)
+        table = self._table_obj(t, d, keys, tsd.c.LOCATION, sa.literal(0), sa.literal("", sa.Text), sa.literal(0),
+                                sa.literal("", sa.Text), False, brief=True)
         before = partition(sa.func.coalesce(g.c.loc_before, now_loc), g.c.n_params, g.c.params_before, g.c.n_serde,
                            g.c.serde_before, False)
         after = partition(sa.func.coalesce(g.c.loc_after, now_loc), g.c.n_params, g.c.params_after, g.c.n_serde,
@@ -224,7 +231,7 @@ class Messages:
             message.append(j.member("isTruncateOp", sa.literal("false")))
         message += [j.concat('"timestamp":', str(self.now)), j.concat('"keyValues":', j.obj([key_values])),
                     j.member("partitionObjBeforeJson", before), j.member("partitionObjAfterJson", after)]
-        return self._event("ALTER_PARTITION", d, t.c.TBL_NAME, j.obj(message), frm, g.c.id)
+        return self._event("ALTER_PARTITION", d, t.c.TBL_NAME, j.obj(message), frm, g.c.rank)
 
     def tables(self, grouped: sa.Subquery, width: int) -> sa.Select:
         s, j, g = self.s, self.j, grouped
@@ -233,9 +240,9 @@ class Messages:
                .outerjoin(tsd, tsd.c.SD_ID == t.c.SD_ID))
         frm, keys, _ = self._with_keys(frm, t.c.TBL_ID, None, width)
         now_loc = tsd.c.LOCATION
-        before = self._table_obj(t, d, tsd, keys, sa.func.coalesce(g.c.loc_before, now_loc), g.c.n_params,
+        before = self._table_obj(t, d, keys, sa.func.coalesce(g.c.loc_before, now_loc), g.c.n_params,
                                  g.c.params_before, g.c.n_serde, g.c.serde_before, False)
-        after = self._table_obj(t, d, tsd, keys, sa.func.coalesce(g.c.loc_after, now_loc), g.c.n_params,
+        after = self._table_obj(t, d, keys, sa.func.coalesce(g.c.loc_after, now_loc), g.c.n_params,
                                 g.c.params_after, g.c.n_serde, g.c.serde_after, True)
         message = [*self._header(d.c.NAME, t.c.TBL_NAME)]
         if self.v3:
@@ -244,7 +251,7 @@ class Messages:
         if self.v3:
             message.append(j.member("isTruncateOp", sa.literal("false")))
         message.append(j.concat('"timestamp":', str(self.now)))
-        return self._event("ALTER_TABLE", d, t.c.TBL_NAME, j.obj(message), frm, g.c.id)
+        return self._event("ALTER_TABLE", d, t.c.TBL_NAME, j.obj(message), frm, g.c.rank)
 
     def databases(self, grouped: sa.Subquery) -> sa.Select:
         s, j, g = self.s, self.j, grouped
@@ -265,32 +272,33 @@ class Messages:
                          sa.func.coalesce(g.c.managed_after, managed))
         message = [*self._header(d.c.NAME, None), j.member("dbObjBeforeJson", before),
                    j.member("dbObjAfterJson", after), j.concat('"timestamp":', str(self.now))]
-        return self._event("ALTER_DATABASE", d, sa.null(), j.obj(message), g.join(d, d.c.DB_ID == g.c.id), g.c.id)
+        return self._event("ALTER_DATABASE", d, sa.null(), j.obj(message), g.join(d, d.c.DB_ID == g.c.id), g.c.rank)
 
-    def _event(self, event_type: str, d, table, message: Text, frm, order) -> sa.Select:
+    def _event(self, event_type: str, d, table, message: Text, frm, rank) -> sa.Select:
         return (sa.select(sa.literal(event_type).label("event_type"),
                           (d.c.CTLG_NAME if self.catalog_name else sa.null()).label("cat_name"),
                           d.c.NAME.label("db_name"), table.label("tbl_name"), message.label("message"),
-                          sa.func.row_number().over(order_by=order).label("rank"))
+                          rank.label("rank"))
                 .select_from(frm))
 
 
-def publish(conn: sa.Connection, engine: sa.Engine, s: HmsSchema, src: sa.Subquery,
+def publish(conn: sa.Connection, engine: sa.Engine, s: HmsSchema, changes: Changes,
             catalog_name: str | None, message_format: str = JSON_FORMAT) -> int:
-    """Log one event per object changed in `src` (kind, key1, key2, before, after), numbered under the
-    listener's lock; bump transient_lastDdlTime of the partitions and tables. Returns the events written."""
+    """Log one event per object with rows in `changes`, numbered under the listener's lock; bump
+    transient_lastDdlTime of the partitions and tables. Returns the events written."""
     now = int(time.time())
     j = Json(conn.dialect.name)
     messages = Messages(conn, s, catalog_name, now)
-    upper = conn.execute(sa.select(sa.func.count()).select_from(src)).scalar_one()
+    upper = conn.execute(sa.select(sa.func.count()).select_from(changes(list(ObjectKind)))).scalar_one()
     if not upper:
         return 0
     first = _reserve_rows(engine, s, upper)
     log = s["NOTIFICATION_LOG"]
-    width = _key_width(conn, s, src)
+    width = _key_width(conn, s)
     written = 0
     plans: list[sa.Select] = []
-    groups = {owner: _grouped(j, _resolve(s, src, owner)) for owner in ("database", "table", "partition")}
+    resolved = {owner: _resolve(s, changes, owner) for owner in ("database", "table", "partition")}
+    groups = {owner: _grouped(j, parts) for owner, parts in resolved.items()}
     if s.has_catalogs:  # Hive 2.3 has no ALTER_DATABASE event
         plans.append(messages.databases(groups["database"]))
     plans += [messages.tables(groups["table"], width), messages.partitions(groups["partition"], width)]
@@ -311,7 +319,7 @@ def publish(conn: sa.Connection, engine: sa.Engine, s: HmsSchema, src: sa.Subque
         result = conn.execute(log.insert().from_select(cols, sa.select(*values)),
                               execution_options={"preserve_rowcount": True})
         written += result.rowcount
-    _bump_ddl_time(conn, s, groups, now)
+    _bump_ddl_time(conn, s, resolved, now)
     if written and message_format == GZIP_FORMAT:
         _compress(conn, s, first, upper)
     if written:
@@ -331,7 +339,7 @@ def _compress(conn: sa.Connection, s: HmsSchema, first: int, reserved: int) -> N
                          [{"nl": nl, "m": gzip_message(message)} for nl, message in rows])
 
 
-def _key_width(conn: sa.Connection, s: HmsSchema, src: sa.Subquery) -> int:
+def _key_width(conn: sa.Connection, s: HmsSchema) -> int:
     """The most partition keys any table has (bounded): how many positions the messages spell out."""
     k = s["PARTITION_KEYS"]
     width = conn.execute(sa.select(sa.func.max(k.c.INTEGER_IDX))).scalar()
@@ -370,9 +378,10 @@ def _number(conn: sa.Connection, s: HmsSchema, first: int, reserved: int, writte
     conn.execute(sa.update(seq).where(seq.c.NNI_ID == row[0]).values(NEXT_EVENT_ID=next_id + written))
 
 
-def _bump_ddl_time(conn: sa.Connection, s: HmsSchema, groups: dict[str, sa.Subquery], now: int) -> None:
+def _bump_ddl_time(conn: sa.Connection, s: HmsSchema, resolved: dict[str, list[sa.Select]], now: int) -> None:
     """transient_lastDdlTime of each rewritten partition and table, as an alter through the metastore sets it."""
     for owner, params, key in (("partition", s["PARTITION_PARAMS"], "PART_ID"), ("table", s["TABLE_PARAMS"], "TBL_ID")):
-        ids = sa.select(groups[owner].c.id)
-        conn.execute(sa.update(params).where(params.c.PARAM_KEY == DDL_TIME, params.c[key].in_(ids))
+        changed = sa.union_all(*resolved[owner]).subquery("changed")
+        ids = sa.select(changed.c.id).distinct().subquery("ids")  # joined: IN (...) ran once per parameter row
+        conn.execute(sa.update(params).where(params.c[key] == ids.c.id, params.c.PARAM_KEY == DDL_TIME)
                      .values(PARAM_VALUE=str(now)))

@@ -19,6 +19,7 @@ Undo is the same statement with old and new swapped.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -103,22 +104,20 @@ class Moves:
     new: LocationPrefix
 
 
-def changes(conn: sa.Connection, journal: Journal, run_id: str, state: str, moves: RelocationPlan | Moves, *,
-            undo: bool = False, kind: ObjectKind | None = None,
-            chunk: tuple[int, int] | None = None) -> sa.Subquery:
-    """(kind, key1, key2, before, after) of every row the run's transaction moved: its entries now in `state`
-    (of one kind and chunk), and the rows of its packed plan (journal.touched)."""
+def changes(conn: sa.Connection, journal: Journal, run_id: str, state: str, moves: RelocationPlan | Moves,
+            kinds: Iterable[ObjectKind], *, undo: bool = False, chunk: tuple[int, int] | None = None) -> sa.Subquery:
+    """(kind, key1, key2, before, after) of every row of `kinds` the run's transaction moved: its entries now in
+    `state` (of one chunk), and the rows of its packed plan (journal.touched). Read per kind, by primary key."""
     e, t, run_no = journal.entries, journal.touched, journal.run_no(conn, run_id)
+    codes = [kind_code(kind) for kind in kinds]
     forward = (e.c.old_value, new_value(e, moves))
     before, after = forward[::-1] if undo else forward
-    where = [e.c.run_no == run_no, e.c.state == state_code(state)]
-    if kind is not None:
-        where.append(e.c.kind == kind_code(kind))
+    where = [e.c.run_no == run_no, e.c.kind.in_(codes), e.c.state == state_code(state)]
     if chunk is not None:
         where += journal.key_range(*chunk)
     entries = sa.select(e.c.kind, e.c.key1, e.c.key2, before.label("before"), after.label("after")).where(*where)
     staged = sa.select(t.c.kind, t.c.key1, t.c.key2, t.c.old_value, _rewritten(t.c.old_value, moves)
-                       ).where(t.c.run_no == run_no)
+                       ).where(t.c.run_no == run_no, t.c.kind.in_(codes))
     return sa.union_all(entries, staged).subquery("src")
 
 
