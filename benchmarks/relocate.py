@@ -253,6 +253,10 @@ def big_figures(scratch: Scratch, template: str, partitions: int, figures: dict)
                    events_over_hivecat=round(events_s / hivecat_s, 2),
                    events_lock_s=round(statistics.median(r.lock_s for r in event_runs), 3),
                    events_per_run=event_runs[-1].events)
+    slowest = max(event_runs, key=lambda run: run.seconds)
+    log(f"hivecat with notification events: its slowest statements at {partitions} partitions:")
+    for seconds, statement in slowest.statements[:8]:
+        log(f"  {seconds:7.2f} s  {statement[:160]}")
     for n, (hivecat_run, floor_run) in enumerate(zip(hivecat_runs, floor_runs), 1):  # JSON values stay scalars
         figures.update({f"hivecat_run{n}_s": round(hivecat_run, 3), f"floor_run{n}_s": round(floor_run, 3)})
     return max(runs, key=lambda run: run.seconds)
