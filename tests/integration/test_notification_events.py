@@ -321,6 +321,7 @@ def test_a_killed_chunked_run_logs_what_it_committed_and_nothing_else(sales: Met
     assert killed.returncode == -9, killed.stderr[-2000:]
     events, now = ms.reader.read(ms.port, current)
     assert len(events) == 2 and [e["id"] for e in events] == [current + 1, current + 2]
+    assert now == current + 2, "the killed chunk spent no event id: readers would see a gap"
     with ms.client() as client:
         moved = {tuple(p.values) for p in client.get_partitions(DB, "killed", -1) if _under(p.sd.location, NEW)}
     logged = {tuple(e["afterValues"][1:-1].split(", ")) for e in events
