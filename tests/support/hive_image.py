@@ -7,8 +7,9 @@ cached standalone metastore release (tests/support/hive_metastores.py) plus the 
 HIVE_CONF_DIR first on the classpath as the image's own scripts do. HIVE_CONF_DIR holds the files of the
 ConfigMap the pod mounts; Secret-backed env vars get the Secret's value, as the kubelet would give them.
 
-Where the stand-in differs from a full Hive image, it says so: the standalone metastore lacks hive-exec, so
-bin/hive adds the release's settings that avoid hive-exec classes (HiveRelease.conf), and it takes the
+Where the stand-in differs from a full Hive image, it says so: its hcatalog directory holds only the
+notification listener (for 4.0.x a stand-in of it, see tests/support/notification_log.py); the standalone
+metastore lacks hive-exec, so bin/hive adds the release's settings that avoid hive-exec classes (HiveRelease.conf), and it takes the
 Thrift port from HIVE_STANDIN_PORT because many tests share this machine's 9083.
 
 `watch` samples what `ps` in the pod would show: the command line of every process the container's command
@@ -28,7 +29,7 @@ from typing import Any
 from hivecat.local.java import java_executable
 from hivecat.local.metastore import MARIADB_JDBC_JAR, POSTGRESQL_JDBC_JAR
 from support.hive_metastores import HMS_MAIN_CLASS, HiveRelease, release_home
-from support.notification_log import listener_jar
+from support.notification_log import listener_jar, stand_in_listener_jar
 from support.kube_resources import container_env
 from support.procs import processes
 
@@ -53,7 +54,7 @@ class StandInImage:
         classpath = (f'"$HIVE_CONF_DIR":{shlex.quote(str(metastore_home))}/*:{shlex.quote(driver)}'
                      ':"$(printf %s "${HIVE_AUX_JARS_PATH:-}" | tr , :)"')
         java = f"{shlex.quote(java_executable())} -Xmx512m -cp {classpath}"
-        self._hcatalog(release)
+        self._hcatalog(release, metastore_home)
         prelude = f"#!/bin/sh\nexport METASTORE_HOME={shlex.quote(str(metastore_home))}\n"
         self._script("schematool", prelude + f'exec {java} {release.schema_tool} "$@"\n')
         conf = " ".join(f"--hiveconf {shlex.quote(f'{k}={v}')}" for k, v in {**STANDALONE_CONF, **release.conf}.items())
@@ -61,16 +62,15 @@ class StandInImage:
         self._script("hive", prelude + '[ "$1" = --service ] && [ "$2" = metastore ] && shift 2\n'
                      f'exec {java} {HMS_MAIN_CLASS} -p "${STANDIN_PORT_ENV}" {conf} "$@"\n')
 
-    def _hcatalog(self, release: HiveRelease) -> None:
-        """DbNotificationListener where Apache Hive's binary distribution keeps it, for releases that publish it
-        (not 4.0.x: see tests/support/notification_log.py)."""
-        if release.version.startswith("4.0"):
-            return
+    def _hcatalog(self, release: HiveRelease, metastore_home: Path) -> None:
+        """DbNotificationListener where Apache Hive's binary distribution keeps it: the release's own (3.1.3), or
+        for 4.0.x, which publishes none, tests/java/StandInNotificationListener.java under Hive's class name."""
         hcatalog = self.home / "hcatalog" / "share" / "hcatalog"
         hcatalog.mkdir(parents=True, exist_ok=True)
         link = hcatalog / f"hive-hcatalog-server-extensions-{release.version}.jar"
         if not link.exists():
-            link.symlink_to(listener_jar(release.version))
+            link.symlink_to(stand_in_listener_jar([f"{metastore_home}/*"]) if release.version.startswith("4.0")
+                            else listener_jar(release.version))
 
     def _script(self, name: str, text: str) -> None:
         path = self.home / "bin" / name

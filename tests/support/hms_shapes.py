@@ -26,6 +26,7 @@ from sqlalchemy.dialects import mysql
 ID = sa.BigInteger
 LOCATION = sa.String(4000)
 LONG_PARAM = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
+MESSAGE = sa.Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")
 FLAG = sa.Boolean().with_variant(mysql.BIT(1), "mysql", "mariadb")
 # INT in the MySQL scripts, bigint in the PostgreSQL ones.
 WIDE_INT = sa.Integer().with_variant(sa.BigInteger(), "postgresql")
@@ -102,6 +103,13 @@ def hms_metadata(version: int, dialect: str = "mysql") -> sa.MetaData:
     sa.Table("FUNC_RU", md, _col("FUNC_ID", ID, key=True), _col("RESOURCE_TYPE", sa.Integer, null=False),
              _col("RESOURCE_URI", LOCATION), _col("INTEGER_IDX", sa.Integer, key=True))
     sa.Table("SEQUENCE_TABLE", md, _col("SEQUENCE_NAME", sa.String(255), key=True), _col("NEXT_VAL", ID, null=False))
+    # The notification log (notification events of direct rewrites); Hive 4 keeps EVENT_ID unique.
+    sa.Table("NOTIFICATION_LOG", md, _col("NL_ID", ID, key=True), _col("EVENT_ID", ID, null=False),
+             _col("EVENT_TIME", sa.Integer, null=False), _col("EVENT_TYPE", sa.String(32), null=False),
+             _col("CAT_NAME", sa.String(256)), _col("DB_NAME", sa.String(128)), _col("TBL_NAME", sa.String(256)),
+             _col("MESSAGE", MESSAGE), _col("MESSAGE_FORMAT", sa.String(16)),
+             *([sa.UniqueConstraint("EVENT_ID", name="NOTIFICATION_LOG_EVENT_ID")] if version == 4 else []))
+    sa.Table("NOTIFICATION_SEQUENCE", md, _col("NNI_ID", ID, key=True), _col("NEXT_EVENT_ID", ID, null=False))
     return md
 
 

@@ -73,6 +73,29 @@ def compiled(source: Path, classpath: list[str]) -> Path:
     return classes
 
 
+def stand_in_listener_jar(classpath: list[str]) -> Path:
+    """StandInNotificationListener under Hive's own name (org.apache.hive.hcatalog.listener.DbNotificationListener)
+    in a jar: what the stand-in of a 4.0.x image (tests/support/hive_image.py) keeps where Apache Hive's
+    distribution keeps hive-hcatalog-server-extensions, so the provisioned metastore's configuration runs
+    unchanged. Cached like `compiled`."""
+    source = (JAVA / f"{STAND_IN_LISTENER}.java").read_text()
+    renamed = "package org.apache.hive.hcatalog.listener;\n" + source.replace(STAND_IN_LISTENER, "DbNotificationListener")
+    digest = hashlib.sha256((renamed + "\0".join(classpath)).encode()).hexdigest()[:16]
+    jar = cache_root().parent / "java-classes" / f"stand-in-listener-{digest}.jar"
+    if jar.exists():
+        return jar
+    work = Path(f"{jar}.{os.getpid()}.partial")
+    target = work / "src" / "org" / "apache" / "hive" / "hcatalog" / "listener" / "DbNotificationListener.java"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(renamed)
+    subprocess.run([_javac(), "-nowarn", "-d", str(work / "classes"), "-cp", os.pathsep.join(classpath), str(target)],
+                   check=True, capture_output=True, timeout=120)
+    subprocess.run([str(Path(_javac()).with_name("jar")), "cf", f"{jar}.{os.getpid()}", "-C", str(work / "classes"), "."],
+                   check=True, capture_output=True, timeout=120)
+    os.replace(f"{jar}.{os.getpid()}", jar)
+    return jar
+
+
 class EventReader:
     """NotificationCheck, compiled against the metastore's own jars."""
 

@@ -23,14 +23,8 @@ def _metastore(tmp_path: Path, version: int, *, log: bool = True, next_event: in
                formats: tuple[str, ...] = ()) -> sa.Engine:
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'hms.db'}")
     md = hms_metadata(version)
-    if log:
-        sa.Table("NOTIFICATION_LOG", md, sa.Column("NL_ID", sa.BigInteger, primary_key=True),
-                 sa.Column("EVENT_ID", sa.BigInteger), sa.Column("EVENT_TIME", sa.Integer),
-                 sa.Column("EVENT_TYPE", sa.String(32)), sa.Column("DB_NAME", sa.String(128)),
-                 sa.Column("TBL_NAME", sa.String(256)), sa.Column("MESSAGE", sa.Text),
-                 sa.Column("MESSAGE_FORMAT", sa.String(16)))
-        sa.Table("NOTIFICATION_SEQUENCE", md, sa.Column("NNI_ID", sa.BigInteger, primary_key=True),
-                 sa.Column("NEXT_EVENT_ID", sa.BigInteger))
+    if not log:
+        md.remove(md.tables["NOTIFICATION_LOG"])
     md.create_all(engine)
     with engine.begin() as conn:
         if next_event is not None:
