@@ -30,8 +30,10 @@ from hivecat.workloads.copy_job import ANNOTATION_RUN, copy_name
 from hmsclient import hmsclient
 from kube.clients import Client
 from support.crds import declared_status
+from support.hive_metastores import HIVE3, release_home
 from support.kube_resources import apply, events, get, status_of, wait_for, wait_reason
 from support.location_dump import dump_locations
+from support.notification_log import EventReader
 from support.sales_orders import spark_script
 from support.scrape import sample, scrape
 from support.spark_crd import CRD_NAME as SPARK_CRD
@@ -276,6 +278,8 @@ def test_copies_recorded_in_the_metastore_new_partitions_only_and_bookkeeping_re
         # Failover to dr1: every location moves to its verified copies, and with the primary's directory gone,
         # Spark reads every row through the metastore from dr1.
         synced_before = ended_sync(kubectl, namespace, "orders")
+        reader = EventReader([str(release_home(HIVE3) / "*")])
+        _, logged_before = reader.read(served.port)
         apply(kubectl, namespace, replica(sync="4", active="dr1"))
         status = wait_for("the failover", lambda: (s := status_of(kubectl, namespace, "orders", "tablereplica"))
                           .get("active") == "dr1" and s.get("lastRunId") != synced_before and s, timeout=120)
@@ -291,6 +295,13 @@ def test_copies_recorded_in_the_metastore_new_partitions_only_and_bookkeeping_re
         assert {path_of(location) for location, _ in partitions(served.port).values()} == {
             f"{dr1_table}/dt={day}" for day in (*DAYS, "2026-11-04")}
         assert table_parameters(served.port)[replica_key("main", "readOnly")] == "true"  # for cooperating writers
+        # The switch, written straight into the metastore's database, is in its notification log as the alters it
+        # made (what Impala or Hive replication read), decoded by Hive's own deserializer through Thrift.
+        logged, _ = reader.read(served.port, logged_before)
+        switched = {e["afterValues"] for e in logged if e["type"] == "ALTER_PARTITION" and e["after"]
+                    and path_of(e["after"]).startswith(str(dr1_table))}
+        assert switched == {f"[{day}]" for day in (*DAYS, "2026-11-04")}, logged
+        assert [e for e in logged if e["type"] == "ALTER_TABLE" and path_of(e["after"] or "") == str(dr1_table)]
         away = roots["main"] / "away"
         table_dir.rename(away)
         try:
