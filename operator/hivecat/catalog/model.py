@@ -127,6 +127,7 @@ def unsafe_table_refusal(qualified_name: str, reason: str) -> Refusal:
 
 
 CHANGED_AFTER_CHECK = "changed-after-check"
+EVENTS_NOT_WRITABLE = "notification-log-not-writable"  # the user may not log the metastore's events
 ChunkProgress = Callable[[int, int], None]  # (chunks done, chunks total) of a relocation or undo
 
 # A caller's second look, taken after a run's writes and before they are committed where the backend has

@@ -34,7 +34,8 @@ EXIT_USAGE, EXIT_REFUSED, EXIT_CONFLICTS = 2, 3, 4
 # How this front end sets each request option a refusal names (Refusal.option).
 OPTION_HINTS = {"force_acid": "rerun with --force-acid", "undo": "undo it with --undo RUN_ID",
                 "chunk_size": "--chunk-size", "allow_scheme_change": "rerun with --allow-scheme-change",
-                "skip_refused": "or relocate the rest with --skip-refused"}
+                "skip_refused": "or relocate the rest with --skip-refused",
+                "notification_events": "or rerun with --no-notification-events, which tells no event reader"}
 
 
 class UsageError(Exception):

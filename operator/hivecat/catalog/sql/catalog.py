@@ -20,7 +20,7 @@ from hivecat.catalog.journal import (
     APPLIED, CONFLICTED, PLANNED, UNDO_CONFLICTED, UNDONE, UNDOING, Journal, JournalUnavailable, state_code,
 )
 from hivecat.catalog.model import (
-    EVENTS_AUTO, ObjectKind, Refusal, RelocationRefused, RelocationReport, RelocationRequest,
+    EVENTS_AUTO, EVENTS_NOT_WRITABLE, ObjectKind, Refusal, RelocationRefused, RelocationReport, RelocationRequest,
 )
 from hivecat.catalog.run import ChunkProgress, Confirmation, JournaledRelocation
 from hivecat.catalog.sql.locks import run_lock
@@ -212,8 +212,17 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
             return changes(conn, self.journal, run_id, state, moves, [k for k in kinds if kind in (None, k)],
                            undo=undo, chunk=chunk)
 
-        events.written += publish(conn, self.engine, self.schema, changed,
-                                  self.hive_catalog if self.schema.has_catalogs else None, events.log.format)
+        try:
+            events.written += publish(conn, self.engine, self.schema, changed,
+                                      self.hive_catalog if self.schema.has_catalogs else None, events.log.format)
+        except sa.exc.DBAPIError as exc:  # the transaction rolls back: nothing of the run is committed
+            if not _permission_denied(exc.orig):
+                raise
+            user = self.url.username or "this user"
+            raise RelocationRefused([Refusal(EVENTS_NOT_WRITABLE, (
+                f"{user} may not log the metastore's notification events: it needs SELECT, INSERT and UPDATE on "
+                "NOTIFICATION_LOG, NOTIFICATION_SEQUENCE and SEQUENCE_TABLE (what the metastore's own user has); "
+                "nothing was changed"), option="notification_events")]) from None
         t = self.journal.touched
         conn.execute(sa.delete(t).where(t.c.run_no == self.journal.run_no(conn, run_id)))
 
