@@ -20,6 +20,10 @@ ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 command -v unzip >/dev/null || missing+=(unzip)
 command -v mvn >/dev/null || missing+=(maven)  # fetches Hadoop (HDFS minicluster, DistCp) for the tests
+command -v krb5-config >/dev/null || missing+=(libkrb5-dev)  # gssapi (PyPI has it as source) builds against it
+[ -x /usr/sbin/krb5kdc ] || missing+=(krb5-kdc)              # the tests' KDC (tests/support/kdc.py)
+[ -x /usr/sbin/kadmin.local ] || missing+=(krb5-admin-server)  # kadmin.local: the tests' principals and keytabs
+command -v kinit >/dev/null || missing+=(krb5-user)          # kinit/klist: the tests' ticket caches
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing ${missing[*]}"
   $SUDO apt-get update -qq

@@ -26,6 +26,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -34,19 +35,25 @@ from hivecat.local.processes import stop_process_group
 from hivecat.local.hadoop import FETCH_SCRIPT, hadoop_jars, java_executable, run_distcp  # noqa: F401  (names kept)
 from hivecat.local.net import free_port, port_open
 
+if TYPE_CHECKING:
+    from support.secure_hdfs import HdfsSecurity
+
 REPO = Path(__file__).resolve().parents[2]
 MAIN_CLASS = "org.apache.hadoop.mapreduce.MiniHadoopClusterManager"
 # What MiniHadoopClusterManager logs once MiniDFSCluster.build() (which waits for the datanode) returned.
 READY_LINE = "Started MiniDFSCluster -- namenode on port"
+SAFE_MODE_LEFT = "STATE* Leaving safe mode"
 
 
 class HdfsCluster:
     """One MiniDFSCluster process over a fixed data directory; restartable on other ports."""
 
-    def __init__(self, workdir: Path, jars: Path | None = None, datanodes: int = 1) -> None:
+    def __init__(self, workdir: Path, jars: Path | None = None, datanodes: int = 1,
+                 security: HdfsSecurity | None = None) -> None:
         self.workdir = Path(workdir)
         self.jars = jars
         self.datanodes = datanodes
+        self.security = security  # Kerberos, SASL data transfer and HTTPS (support.secure_hdfs)
         self.process: subprocess.Popen[bytes] | None = None
         self.rpc_port = 0
         self.http_port = 0
@@ -83,11 +90,13 @@ class HdfsCluster:
             "dfs.namenode.http-bind-host": "127.0.0.1",
             "dfs.permissions.enabled": "false",  # Spark writes as the local user; no superuser games
             "dfs.replication": "1",
+            **(self.security.conf(self.http_port) if self.security else {}),
         }
+        classpath = f"{self.security.conf_dir}:{jars}/*" if self.security else f"{jars}/*"
         return [
-            java_executable(), "-Xmx768m", *JAVA_MODULE_OPTIONS,
+            java_executable(), "-Xmx768m", *JAVA_MODULE_OPTIONS, *(self.security.jvm_options if self.security else []),
             f"-Djava.io.tmpdir={self.workdir / 'tmp'}", f"-Dtest.build.data={self.workdir / 'build'}",
-            "-cp", f"{jars}/*", MAIN_CLASS,
+            "-cp", classpath, MAIN_CLASS,
             "-nomr", "-datanodes", str(self.datanodes),
             "-nnport", str(self.rpc_port), "-nnhttpport", str(self.http_port),
             *(["-format"] if format else []),
@@ -133,6 +142,8 @@ class HdfsCluster:
             time.sleep(0.2)
 
     def _serving(self) -> bool:
+        if self.security:  # every web page wants SPNEGO there: the namenode's own log says it left safe mode
+            return SAFE_MODE_LEFT in self.log_path.read_text(errors="replace")
         try:
             root = self.webhdfs("GETFILESTATUS", "/")
             info = self.jmx("Hadoop:service=NameNode,name=NameNodeInfo")
@@ -154,9 +165,15 @@ class HdfsCluster:
 
     # --- clients over HTTP (no Hadoop client in Python needed) -----------------------------------
 
+    @property
+    def http_url(self) -> str:
+        """The namenode's web address: https://localhost:PORT when secured (its certificate names localhost)."""
+        return f"https://localhost:{self.http_port}" if self.security else f"http://127.0.0.1:{self.http_port}"
+
     def jmx(self, bean: str) -> dict:
-        url = f"http://127.0.0.1:{self.http_port}/jmx?qry={bean}"
-        with urllib.request.urlopen(url, timeout=5) as response:
+        url = f"{self.http_url}/jmx?qry={bean}"
+        context = self.security.ssl_context() if self.security else None
+        with urllib.request.urlopen(url, timeout=5, context=context) as response:
             beans = json.load(response).get("beans", [])
         return beans[0] if beans else {}
 

@@ -88,7 +88,7 @@ def test_relative_and_from_imports_are_resolved() -> None:
 # upward and no two packages import each other (design.md; issue 27).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("kinds", "reasons", "durations", "jvm", "timestamps"),
-    ("apierrors", "config", "spark", "aws", "malloc", "collector", "log_writer"),
+    ("apierrors", "config", "spark", "aws", "kerberos", "malloc", "collector", "log_writer"),
     ("locations",),
     ("copy", "catalog"),
     ("specs",),          # frozen models of the CRs, and the mode rules

@@ -5,6 +5,7 @@ per unit, verified and resumable. Exit 0: all units done or up to date; 1: some 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -14,7 +15,11 @@ from typing import TYPE_CHECKING
 # Only light modules at the top: every `hivecat` command builds this parser. The engine (pyarrow,
 # jsonschema) is imported when distcp runs.
 from hivecat.copy.errors import CopyInputError
-from hivecat.copy.storage import CREDENTIALS_DIR_ENV, ENDPOINT_ENVS, S3Settings, Storage
+from hivecat.copy.storage import (
+    CREDENTIALS_DIR_ENV, ENDPOINT_ENVS, WEBHDFS_CA_BUNDLE_ENV, WEBHDFS_PRINCIPAL_ENV, Location, S3Settings, Storage,
+    WebHdfsSettings,
+)
+from hivecat.kerberos.login import KEYTAB_ENV, PRINCIPAL_ENV, KerberosLogin
 
 if TYPE_CHECKING:
     from hivecat.copy.copier import Copier
@@ -36,7 +41,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "(file://, s3://, hdfs://), as for `hivecat relocate`: a bare path is refused. S3 settings "
                     f"come from the environment: endpoint from ${' / $'.join(ENDPOINT_ENVS)}, credentials from "
                     f"the files in ${CREDENTIALS_DIR_ENV} (access-key-id, secret-access-key) or "
-                    "$AWS_ACCESS_KEY_ID / $AWS_SECRET_ACCESS_KEY, never from the command line.")
+                    "$AWS_ACCESS_KEY_ID / $AWS_SECRET_ACCESS_KEY, never from the command line. On a kerberized "
+                    "HDFS, WebHDFS is reached with SPNEGO as --principal with its --keytab "
+                    f"(or ${PRINCIPAL_ENV} / ${KEYTAB_ENV}), else as the ticket cache's principal (kinit); "
+                    f"${WEBHDFS_PRINCIPAL_ENV} names the namenodes' HTTP principal (HTTP/_HOST@REALM) and "
+                    f"${WEBHDFS_CA_BUNDLE_ENV} the CA of their HTTPS certificates.")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--plan", metavar="URI|PATH",
                       help="a plan document (JSON, version 1): the units to copy; a URI (file://, s3://, hdfs://) "
@@ -58,6 +67,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="remove target files absent from the source (inside target units only)")
     p.add_argument("--dry-run", action="store_true", help="report what would be copied; write nothing")
     p.add_argument("--output", choices=("text", "json"), default="text")
+    p.add_argument("--principal", metavar="NAME@REALM", help="Kerberos principal for hdfs:// (SPNEGO to WebHDFS)")
+    p.add_argument("--keytab", metavar="PATH", help="the principal's keytab file (default: the ticket cache)")
 
 
 def _copier(args: argparse.Namespace) -> Copier:
@@ -73,7 +84,7 @@ def _copier(args: argparse.Namespace) -> Copier:
         where = plan_source(args.plan)
         if where.is_object_store:
             s3 = S3Settings.from_environment()
-        plan = read_plan(Storage(s3) if s3 else Storage(), where, digest)
+        plan = read_plan(Storage(s3 or S3Settings(), _webhdfs(args)), where, digest)
     else:
         if args.plan_digest is not None:
             raise CopyInputError("--plan-digest goes with --plan")
@@ -90,13 +101,37 @@ def _copier(args: argparse.Namespace) -> Copier:
     needs_s3 = any(loc.is_object_store for u in plan.units for loc in (u.source, u.target))
     if needs_s3 and s3 is None:
         s3 = S3Settings.from_environment()
-    storage = Storage(s3) if s3 else Storage()
+    storage = Storage(s3 or S3Settings(), _webhdfs(args))
+    _authenticate(storage, [loc for u in plan.units for loc in (u.source, u.target)])
     if args.plan is None:  # one unit named here: a directory through a link is bad input (a plan's unit fails alone)
         for role, root in (("--from", plan.units[0].source), ("--to", plan.units[0].target)):
             refusal = link_refusal(storage, root)
             if refusal is not None:
                 raise CopyInputError(f"{role} {refusal}")
     return Copier(plan, options, storage, engine=args.engine)
+
+
+def _webhdfs(args: argparse.Namespace) -> WebHdfsSettings:
+    settings = WebHdfsSettings.from_environment()
+    if args.keytab and not args.principal:
+        raise CopyInputError("--keytab needs --principal (the keytab may hold several)")
+    if args.principal:
+        return dataclasses.replace(settings, kerberos=KerberosLogin(args.principal, args.keytab))
+    return settings
+
+
+def _authenticate(storage: Storage, locations: list[Location]) -> None:
+    """Each namenode once, before anything is written: one that cannot be reached, or a login it does not accept,
+    is bad input, said in one line."""
+    seen: set[str] = set()
+    for location in locations:
+        if location.scheme != "hdfs" or location.authority in seen:
+            continue
+        seen.add(location.authority)
+        try:
+            storage.filesystem(location).get_file_info("/")
+        except OSError as exc:  # AuthenticationFailed among them
+            raise CopyInputError(f"hdfs://{location.authority}: {exc}") from None
 
 
 class ProgressBar:

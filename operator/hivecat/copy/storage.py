@@ -5,9 +5,10 @@ s3a://, s3n://), hdfs://. URIs only: a bare path (`/tmp/x`) is refused in the sa
 relocate` refuses it, naming the URI to write instead (file:///tmp/x). A file: path is taken literally,
 as Hadoop takes it: no query or fragment, no %XX decoding, no link resolved (local_path); file:// data is
 reached through localfs.py, which refuses a path that is or passes through a symbolic link. HDFS goes
-through WebHDFS, the namenode's REST API (webhdfs.py: no Hadoop client or libhdfs needed), with simple
-authentication only; the namenode's HTTP address per hdfs:// authority comes from
-HIVECAT_WEBHDFS_ENDPOINTS (default: port 9870 on the namenode's host), the user from HADOOP_USER_NAME.
+through WebHDFS, the namenode's REST API (webhdfs.py: no Hadoop client or libhdfs needed), as a Kerberos
+login (SPNEGO: HIVECAT_KERBEROS_PRINCIPAL and HIVECAT_KERBEROS_KEYTAB, or the ticket cache) or with simple
+authentication (the user from HADOOP_USER_NAME); the namenode's HTTP address per hdfs:// authority comes from
+HIVECAT_WEBHDFS_ENDPOINTS (default: port 9870 on the namenode's host).
 Renames there are atomic HDFS renames that never replace an existing target. Tested against a real
 namenode (Hadoop 3.4.1 MiniDFSCluster).
 
@@ -50,6 +51,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from hivecat.copy.errors import CopyInputError
+from hivecat.kerberos.login import KerberosLogin
 from hivecat.locations.schemes import COPY_SCHEMES, bare_path_refusal, copy_family
 
 if TYPE_CHECKING:
@@ -60,6 +62,8 @@ ENDPOINT_ENVS = ("HIVECAT_S3_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL
 WEBHDFS_ENDPOINTS_ENV = "HIVECAT_WEBHDFS_ENDPOINTS"
 HADOOP_USER_ENV = "HADOOP_USER_NAME"
 WEBHDFS_DEFAULT_PORT = 9870  # Hadoop 3's namenode HTTP port
+WEBHDFS_CA_BUNDLE_ENV = "HIVECAT_WEBHDFS_CA_BUNDLE"  # PEM: the CA of the namenodes' and datanodes' HTTPS
+WEBHDFS_PRINCIPAL_ENV = "HIVECAT_WEBHDFS_PRINCIPAL"  # dfs.web.authentication.kerberos.principal, e.g. HTTP/_HOST@R
 
 
 @dataclass(frozen=True)
@@ -155,7 +159,10 @@ class WebHdfsSettings:
     """Where each namenode's WebHDFS listens, and who we are there (see webhdfs.py)."""
 
     endpoints: tuple[tuple[str, str], ...] = ()  # (authority as in the URIs, http(s)://host:port)
-    user: str | None = None
+    user: str | None = None                       # simple authentication's user.name (no Kerberos login)
+    kerberos: KerberosLogin | None = None         # SPNEGO as this login (paths and names only, no key)
+    ca_bundle: str | None = None                  # PEM file the namenodes' and datanodes' TLS certificates chain to
+    http_principal: str | None = None             # the namenodes' SPNEGO principal, HTTP/_HOST@REALM; None: HTTP@host
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] = os.environ) -> WebHdfsSettings:
@@ -164,7 +171,8 @@ class WebHdfsSettings:
         raw = environ.get(WEBHDFS_ENDPOINTS_ENV, "")
         pairs = tuple((k.strip(), v.strip()) for k, _, v in (item.partition("=") for item in raw.split(","))
                       if k.strip() or v.strip())
-        return cls(pairs, environ.get(HADOOP_USER_ENV) or _login_user())
+        return cls(pairs, environ.get(HADOOP_USER_ENV) or _login_user(), KerberosLogin.from_environment(environ),
+                   environ.get(WEBHDFS_CA_BUNDLE_ENV) or None, environ.get(WEBHDFS_PRINCIPAL_ENV) or None)
 
     def endpoint(self, authority: str) -> str:
         """The WebHDFS base URL (scheme://host:port, no path) of the namenode at `authority`."""

@@ -7,9 +7,15 @@ listed is reached at http://<its host>:9870 (Hadoop 3's default HTTP port). One 
 no HA failover between namenodes. Datanodes are reached at the addresses the namenode redirects to,
 so their host names must resolve on every copying machine.
 
-Simple authentication only: the user is HADOOP_USER_NAME (Hadoop's own convention), else this
-process's login user, sent as `user.name`. Kerberos (SPNEGO) and delegation tokens are not supported.
-The settings hold no secret, so pickled to Spark executors they travel as they are.
+Authentication is Kerberos or simple. With a Kerberos login (WebHdfsSettings.kerberos: a principal and its
+keytab, or the ticket cache) every thread's session authenticates to the namenode with SPNEGO
+(hivecat.kerberos.spnego) and then presents the namenode's `hadoop.auth` cookie until it expires; the namenode
+redirects reads and writes to a datanode with a delegation token of its own in the URL, so datanodes need no
+SPNEGO. Without a login, the user is HADOOP_USER_NAME (Hadoop's own convention), else this process's login user,
+sent as `user.name`; a namenode that answers that with a Negotiate challenge is then tried once with the default
+ticket cache, as `hdfs dfs` after kinit would. HTTPS endpoints are verified against WebHdfsSettings.ca_bundle
+(PEM) when given, else the system's CAs. The settings hold no secret (a keytab is a path), so pickled to Spark
+executors they travel as they are; executors need the keytab at the same path.
 
 Renames are HDFS renames (one namenode operation, atomic) with Hadoop's rename options (`rename2`):
 a target that exists is never replaced nor moved into, the rename fails (FileExistsError) instead.
@@ -25,7 +31,7 @@ import queue
 import threading
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlparse
 
 import pyarrow as pa
 import requests
@@ -33,7 +39,11 @@ from pyarrow import fs as pafs
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from hivecat.copy.storage import WEBHDFS_ENDPOINTS_ENV, WebHdfsSettings
+from hivecat.copy.errors import AuthenticationFailed
+from hivecat.copy.storage import WEBHDFS_CA_BUNDLE_ENV, WEBHDFS_ENDPOINTS_ENV, WebHdfsSettings
+from hivecat.kerberos.errors import KerberosError
+from hivecat.kerberos.login import KerberosLogin
+from hivecat.kerberos.spnego import negotiate, service_principal
 
 TIMEOUT = (10.0, 300.0)          # connect, read (a datanode may be slow to take a large block)
 _REDIRECTS = (301, 302, 303, 307, 308)
@@ -63,12 +73,19 @@ def _raise_for(response: requests.Response, what: str) -> None:
     raise error(f"{what}: {name + ': ' if name else ''}{message} (HTTP {response.status_code})")
 
 
+AUTH_COOKIE = "hadoop.auth"  # Hadoop's AuthenticationFilter: the session's proof after one SPNEGO exchange
+
+
 class WebHdfsClient:
     """The few WebHDFS operations the copy engine needs. Thread-safe: one HTTP session per thread."""
 
-    def __init__(self, base_url: str, user: str | None) -> None:
+    def __init__(self, base_url: str, user: str | None, kerberos: KerberosLogin | None = None,
+                 ca_bundle: str | None = None, http_principal: str | None = None) -> None:
         self.base_url = base_url
         self.user = user
+        self.kerberos = kerberos
+        self.verify: str | bool = ca_bundle or True  # per request: requests lets $REQUESTS_CA_BUNDLE beat a session's
+        self.service = service_principal(http_principal, urlparse(base_url).hostname or "")
         self._local = threading.local()
 
     def _session(self) -> requests.Session:
@@ -85,17 +102,45 @@ class WebHdfsClient:
     def _url(self, path: str) -> str:
         return f"{self.base_url}/webhdfs/v1{quote(path, safe='/')}"
 
+    def _authorization(self, session: requests.Session, login: KerberosLogin | None) -> dict[str, str]:
+        if login is None or session.cookies.get(AUTH_COOKIE):
+            return {}
+        try:
+            return {"Authorization": negotiate(login, self.service)}
+        except KerberosError as exc:
+            raise AuthenticationFailed(str(exc)) from None
+
     def request(self, method: str, op: str, path: str, *, redirect: bool = True, stream: bool = False,
                 **params: Any) -> requests.Response:
         query = {"op": op, **params}
-        if self.user:
+        if self.user and self.kerberos is None:
             query["user.name"] = self.user
-        try:
-            response = self._session().request(method, self._url(path), params=query, allow_redirects=redirect,
-                                               stream=stream, timeout=TIMEOUT)
-        except (requests.ConnectionError, requests.Timeout) as exc:  # requests' own text spans a screen
-            raise OSError(f"{op} {path}: cannot reach WebHDFS at {self.base_url} ({type(exc).__name__}; "
-                          f"see ${WEBHDFS_ENDPOINTS_ENV})") from None
+        session = self._session()
+        login = self.kerberos
+        for attempt in (1, 2):
+            try:
+                response = session.request(method, self._url(path), params=query, allow_redirects=redirect,
+                                            stream=stream, timeout=TIMEOUT, verify=self.verify,
+                                            headers=self._authorization(session, login))
+            except requests.exceptions.SSLError as exc:
+                raise AuthenticationFailed(f"{op} {path}: the TLS certificate of {self.base_url} is not trusted "
+                              f"({_ssl_reason(exc)}; see ${WEBHDFS_CA_BUNDLE_ENV})") from None
+            except (requests.ConnectionError, requests.Timeout) as exc:  # requests' own text spans a screen
+                raise OSError(f"{op} {path}: cannot reach WebHDFS at {self.base_url} ({type(exc).__name__}; "
+                              f"see ${WEBHDFS_ENDPOINTS_ENV})") from None
+            challenged = response.status_code == 401 and "negotiate" in \
+                response.headers.get("WWW-Authenticate", "").lower()
+            if not challenged or attempt == 2:
+                break
+            response.close()  # an expired cookie, or simple authentication refused: SPNEGO once
+            session.cookies.clear()
+            login = login or KerberosLogin()  # the default ticket cache, as `hdfs dfs` after kinit
+            query.pop("user.name", None)
+        if response.status_code == 401:
+            response.close()
+            who = login.describe() if login else f"user {self.user}"
+            raise AuthenticationFailed(f"{op} {path}: the namenode at {self.base_url} did not accept {who} "
+                                       f"(HTTP 401)")
         if response.status_code >= 400:
             try:
                 _raise_for(response, f"{op} {path}")
@@ -150,7 +195,7 @@ class WebHdfsClient:
         return location
 
     def put_data(self, location: str, chunks: Iterator[bytes], what: str) -> None:
-        response = self._session().put(location, data=chunks, timeout=TIMEOUT,
+        response = self._session().put(location, data=chunks, timeout=TIMEOUT, verify=self.verify,
                                        headers={"Content-Type": "application/octet-stream"})
         if response.status_code >= 300:
             _raise_for(response, what)
@@ -301,6 +346,19 @@ def _info(path: str, status: dict | None) -> pafs.FileInfo:
     return pafs.FileInfo(path, pafs.FileType.Unknown, mtime_ns=mtime_ns)  # a symlink: never followed
 
 
+def _identity(client: WebHdfsClient) -> tuple:
+    return client.base_url, client.user, client.kerberos, client.verify, client.service
+
+
+def _ssl_reason(exc: BaseException) -> str:
+    text = str(exc)
+    for words in ("self-signed certificate", "unable to get local issuer certificate", "certificate has expired",
+                  "Hostname mismatch", "doesn't match"):
+        if words in text:
+            return words
+    return "certificate verify failed"
+
+
 def _join(directory: str, name: str) -> str:
     return f"{directory.rstrip('/')}/{name}"
 
@@ -310,8 +368,7 @@ class WebHdfsHandler(pafs.FileSystemHandler):
         self.client = client
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, WebHdfsHandler) and (other.client.base_url, other.client.user) == \
-            (self.client.base_url, self.client.user)
+        return isinstance(other, WebHdfsHandler) and _identity(other.client) == _identity(self.client)
 
     def __ne__(self, other: object) -> bool:
         return not self == other
@@ -406,4 +463,6 @@ class WebHdfsHandler(pafs.FileSystemHandler):
 
 def filesystem(settings: WebHdfsSettings, authority: str) -> pafs.FileSystem:
     """The pyarrow filesystem of the namenode at `authority` (hdfs://authority/...)."""
-    return pafs.PyFileSystem(WebHdfsHandler(WebHdfsClient(settings.endpoint(authority), settings.user)))
+    return pafs.PyFileSystem(WebHdfsHandler(WebHdfsClient(settings.endpoint(authority), settings.user,
+                                                          settings.kerberos, settings.ca_bundle,
+                                                          settings.http_principal)))
