@@ -93,8 +93,12 @@ class StandaloneMetastore:
 
     def __init__(self, release: HiveRelease, database: MetastoreDatabase, workdir: Path, fs_root: Path,
                  authority: str = "nn:8020", port: int | None = None, heap: str = "768m",
-                 extra_conf: dict[str, str] | None = None, extra_classpath: list[str] | None = None):
+                 extra_conf: dict[str, str] | None = None, extra_classpath: list[str] | None = None,
+                 jvm_options: list[str] | None = None, core_conf: dict[str, str] | None = None):
         self.release = release
+        self.jvm_options = jvm_options or []  # e.g. -Djava.security.krb5.conf (support.kdc)
+        self.core_conf = core_conf or {}      # core-site.xml beside the filesystem's (hadoop.security.*)
+        self.sasl = None                      # a ThriftSasl: how client() connects to a kerberized metastore
         self.extra_conf = extra_conf or {}
         self.extra_classpath = extra_classpath or []
         self.database = database
@@ -157,7 +161,7 @@ class StandaloneMetastore:
         site.touch(mode=0o600)  # holds the JDBC password
         site.write_text(hive_site_xml(self.conf()))
         # FileSystem instances made from a fresh Configuration (not the metastore's) see core-site.xml.
-        (conf_dir / "core-site.xml").write_text(hive_site_xml(self.filesystem_conf()))
+        (conf_dir / "core-site.xml").write_text(hive_site_xml({**self.filesystem_conf(), **self.core_conf}))
         (conf_dir / "metastore-log4j2.properties").write_text(
             LOG4J2_PROPERTIES.format(log=self.workdir / "hms-log4j.log"))
         return conf_dir
@@ -170,7 +174,8 @@ class StandaloneMetastore:
         jars += self.extra_classpath
         # No --add-opens: neither release needs them on JDK 17 for what the tests do (hivecat.jvm's set is
         # for Spark).
-        return [java_executable(), f"-Xmx{self.heap}", "-cp", os.pathsep.join(jars), main_class, *args]
+        return [java_executable(), f"-Xmx{self.heap}", *self.jvm_options, "-cp", os.pathsep.join(jars), main_class,
+                *args]
 
     def _env(self) -> dict[str, str]:
         # schematool finds the scripts under $METASTORE_HOME/scripts/metastore/upgrade/<dbType>/.
@@ -241,9 +246,9 @@ class StandaloneMetastore:
 
     def client(self):
         """A Thrift client (hmsclient, Hive 2.x IDL); use as a context manager."""
-        from hmsclient import hmsclient
+        from hivecat.catalog.thrift.transport import metastore_client
 
-        return hmsclient.HMSClient(host="127.0.0.1", port=self.port)
+        return metastore_client("localhost" if self.sasl else "127.0.0.1", self.port, self.sasl)
 
     def stop(self, grace: float = 15.0) -> None:
         stop_process_group(self.process, grace)

@@ -151,7 +151,16 @@ def kdc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kdc]:
         pytest.fail(f"{', '.join(missing)} missing: `make install` installs krb5-kdc, krb5-admin-server, krb5-user")
     server = Kdc(tmp_path_factory.mktemp("kdc"))
     server.start()
+    # This process's own Kerberos clients (the tests' administrators, the engines called in-process) find the
+    # realm here; its default ticket cache is an empty file of the session, never the machine's.
+    saved = {key: os.environ.get(key) for key in ("KRB5_CONFIG", "KRB5CCNAME")}
+    os.environ.update(server.env, KRB5CCNAME=f"FILE:{server.workdir}/default.cc")
     try:
         yield server
     finally:
         server.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

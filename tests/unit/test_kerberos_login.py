@@ -92,3 +92,25 @@ def test_krb5_causes_become_one_line_with_krb5s_own_words_last(minor: str, cause
     line = explain(error, KerberosLogin("alice@EXAMPLE.COM", "/k/alice"), "HTTP/nn@EXAMPLE.COM")
     assert line.startswith("Kerberos: alice@EXAMPLE.COM (keytab /k/alice) towards HTTP/nn@EXAMPLE.COM: ")
     assert cause in line and line.endswith(f"({minor})") and "\n" not in line
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--catalog", "mysql://u@db:3306/hms", "--principal", "alice"], "apply to thrift:// catalogs only"),
+    (["--catalog", "thrift://hms:9083", "--principal", "alice"], "needs --metastore-principal"),
+    (["--catalog", "thrift://hms:9083", "--metastore-principal", "hive/_HOST@R", "--keytab", "/k"],
+     "--keytab needs --principal"),
+])
+def test_relocate_kerberos_options_are_checked_before_anything_is_contacted(extra, words, capsys) -> None:
+    from hivecat import cli
+
+    assert cli.main(["relocate", "--from", "hdfs://a:8020/w", "--to", "hdfs://b:8020/w", *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and "\n" not in err, err
+
+
+def test_a_metastore_principal_follows_hadoops_host_pattern() -> None:
+    from hivecat.catalog.targets import ThriftSasl
+
+    sasl = ThriftSasl(KerberosLogin("alice@R", "/k"), "hive/_HOST@R")
+    assert sasl.service("HMS.Example.com") == "hive/hms.example.com@R"
+    assert ThriftSasl(KerberosLogin(), "hive/fixed@R").service("x") == "hive/fixed@R"

@@ -130,17 +130,38 @@ def _open_glue(target: GlueTarget, journal: JournalSettings, credentials: tuple[
 
 
 def _open_thrift(target: ThriftTarget, journal: JournalSettings) -> Catalog:
+    from thrift.protocol.TProtocol import TProtocolException
+    from thrift.Thrift import TException
     from thrift.transport.TTransport import TTransportException
 
     from hivecat.catalog.thrift import ThriftCatalog
+    from hivecat.kerberos.errors import KerberosError
 
     socket_log = logging.getLogger("thrift.transport.TSocket")
     level = socket_log.level
     socket_log.setLevel(logging.CRITICAL)  # it logs each failed attempt; the one error below says it all
     try:
-        return ThriftCatalog(target.name, journal_url=journal.url, connections=target.connections)
+        catalog = ThriftCatalog(target.name, journal_url=journal.url, connections=target.connections,
+                                sasl=target.sasl)
+    except KerberosError as exc:
+        raise CatalogUnavailable(reasons.AUTHENTICATION_FAILED, f"{target.name}: {exc}") from None
     except (TTransportException, OSError) as exc:
         raise CatalogUnavailable(reasons.METASTORE_UNREACHABLE, f"cannot connect to the metastore at {target.name}: "
                                                          f"{first_line(exc)}") from None
     finally:
         socket_log.setLevel(level)
+    try:  # one call: a metastore that speaks SASL (Kerberos) answers plain Thrift with bytes that parse as nonsense
+        catalog.client.getMetaConf("hive.metastore.uris")
+    except TException as exc:
+        if isinstance(exc, (TTransportException, TProtocolException)) or not getattr(exc, "message", None):
+            catalog.close()
+            sasl = "" if target.sasl else ("; a metastore with SASL (Kerberos) enabled answers plain Thrift like this: "
+                                           "connect with its principal")
+            raise CatalogUnavailable(reasons.METASTORE_UNREACHABLE,
+                                     f"cannot connect to the metastore at {target.name}: it did not answer a Thrift "
+                                     f"call ({first_line(exc)}){sasl}") from None
+    except (OSError, EOFError) as exc:
+        catalog.close()
+        raise CatalogUnavailable(reasons.METASTORE_UNREACHABLE, f"cannot connect to the metastore at {target.name}: "
+                                                         f"{first_line(exc)}") from None
+    return catalog

@@ -11,6 +11,8 @@ from typing import Literal
 
 import sqlalchemy as sa
 
+from hivecat.kerberos.login import KerberosLogin
+
 SqlDialect = Literal["mysql", "postgresql"]
 DEFAULT_PORTS: dict[str, int] = {"mysql": 3306, "postgresql": 5432, "thrift": 9083}
 # URL schemes users write for a metastore database, and the dialect each means.
@@ -79,12 +81,26 @@ class GlueTarget:
 
 
 @dataclass(frozen=True)
+class ThriftSasl:
+    """SASL GSSAPI (Kerberos) to a metastore with hive.metastore.sasl.enabled: who connects (a login) and to whom
+    (the metastore's principal, its hive.metastore.kerberos.principal; Hadoop's _HOST is completed with the host
+    of the thrift:// URI, lower case, as Hive's own clients do)."""
+
+    login: KerberosLogin
+    principal: str
+
+    def service(self, host: str) -> str:
+        return self.principal.replace("_HOST", host.lower())
+
+
+@dataclass(frozen=True)
 class ThriftTarget:
     """A Hive Metastore's Thrift API."""
 
     host: str
     port: int = DEFAULT_PORTS["thrift"]
     connections: int = DEFAULT_THRIFT_CONNECTIONS  # relocation chunks written at once, one connection each
+    sasl: ThriftSasl | None = None                 # None: plain Thrift
 
     def __post_init__(self) -> None:
         check_thrift_connections(self.connections)
@@ -138,8 +154,8 @@ def target_from_url(raw: str) -> CatalogTarget:
         raise InvalidTarget(f"{raw!r}: a catalog URL has no #fragment")
     if scheme == "thrift":
         if parts.username or parts.password:
-            raise InvalidTarget(f"{raw!r}: a metastore's Thrift API takes no user or password (hivecat speaks "
-                                "plain Thrift, without Kerberos/SASL); write thrift://HOST:PORT")
+            raise InvalidTarget(f"{raw!r}: a metastore's Thrift API takes no user or password in its URL (a "
+                                "kerberized one takes a Kerberos login); write thrift://HOST:PORT")
         if not parts.hostname or parts.path.strip("/") or parts.query:
             raise InvalidTarget(f"{raw!r}: expected thrift://HOST:PORT, e.g. thrift://metastore:9083")
         return ThriftTarget(parts.hostname, port or DEFAULT_PORTS["thrift"])

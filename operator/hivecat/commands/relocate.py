@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from hivecat import reasons
 from hivecat.catalog.connect import CatalogUnavailable, JournalSettings, open_catalog
+from hivecat.kerberos.login import KerberosLogin
 from hivecat.catalog.journal import JournalUnavailable
 from hivecat.catalog.run import checked_prefixes
 from hivecat.catalog.model import (
@@ -20,7 +21,7 @@ from hivecat.catalog.model import (
 )
 from hivecat.catalog.targets import (
     DEFAULT_THRIFT_CONNECTIONS, MAX_THRIFT_CONNECTIONS, SQL_DRIVERS, SQL_SCHEMES, CatalogTarget, GlueTarget,
-    InvalidTarget, SqlTarget, ThriftTarget, target_from_url,
+    InvalidTarget, SqlTarget, ThriftSasl, ThriftTarget, target_from_url,
 )
 from hivecat.locations.partition_filter import FilterError, check_filter_syntax
 
@@ -98,6 +99,12 @@ def add_catalog_arguments(p: argparse.ArgumentParser) -> None:
                    help="Glue: read partitions in N parallel segments (1..10, default 1)")
     p.add_argument("--skip-functions", action="store_true",
                    help="Glue: leave function (UDF) resource URIs alone, e.g. on a test endpoint without the UDF API")
+    p.add_argument("--metastore-principal", metavar="PRINCIPAL",
+                   help="Thrift: a kerberized metastore's principal (its hive.metastore.kerberos.principal, e.g. "
+                        "hive/_HOST@EXAMPLE.COM; _HOST becomes the URL's host): connect with SASL GSSAPI")
+    p.add_argument("--principal", metavar="NAME@REALM",
+                   help="Thrift: connect to the kerberized metastore as this principal (default: the ticket cache's)")
+    p.add_argument("--keytab", metavar="PATH", help="Thrift: the --principal's keytab file (default: the ticket cache)")
 
 
 def _password(password_file: Path | None) -> str | None:
@@ -137,10 +144,26 @@ def catalog_target(args: argparse.Namespace) -> CatalogTarget:
     if not isinstance(target, GlueTarget):
         if args.segments != 1 or args.endpoint_url or args.skip_functions:
             raise UsageError("--segments, --endpoint-url and --skip-functions apply to glue:// catalogs only")
+    target = _with_sasl(target, args)
     if isinstance(target, SqlTarget) and args.journal_url:
         raise UsageError("--journal-url applies to glue:// and thrift:// catalogs; a database catalog keeps its "
                          "journal beside the metastore (--journal-schema)")
     return _with_connections(target, args.connections)
+
+
+def _with_sasl(target: CatalogTarget, args: argparse.Namespace) -> CatalogTarget:
+    """--metastore-principal (with --principal/--keytab, or the ticket cache) on a Thrift target."""
+    principal, keytab, service = (getattr(args, name, None) for name in ("principal", "keytab", "metastore_principal"))
+    if not (principal or keytab or service):
+        return target
+    if not isinstance(target, ThriftTarget):
+        raise UsageError("--metastore-principal, --principal and --keytab apply to thrift:// catalogs only")
+    if not service:
+        raise UsageError("a kerberized metastore needs --metastore-principal: its hive.metastore.kerberos.principal, "
+                         "e.g. hive/_HOST@EXAMPLE.COM")
+    if keytab and not principal:
+        raise UsageError("--keytab needs --principal (the keytab may hold several)")
+    return dataclasses.replace(target, sasl=ThriftSasl(KerberosLogin(principal, keytab), service))
 
 
 def _with_connections(target: CatalogTarget, connections: int | None) -> CatalogTarget:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import urllib.parse
 
 from hivecat.catalog.api.driver import ApiCatalog
-from hivecat.catalog.targets import DEFAULT_THRIFT_CONNECTIONS, check_thrift_connections
+from hivecat.catalog.targets import DEFAULT_THRIFT_CONNECTIONS, ThriftSasl, check_thrift_connections
 from hivecat.catalog.thrift.backend import DEFAULT_BATCH, ThriftBackend
 from hivecat.catalog.thrift.clients import ClientPool
+from hivecat.catalog.thrift.transport import metastore_client
 
 
 class ThriftCatalog(ApiCatalog):
@@ -22,15 +23,13 @@ class ThriftCatalog(ApiCatalog):
     """
 
     def __init__(self, uri: str, *, journal_url: str | None = None, batch_size: int = DEFAULT_BATCH,
-                 connections: int = DEFAULT_THRIFT_CONNECTIONS):
+                 connections: int = DEFAULT_THRIFT_CONNECTIONS, sasl: ThriftSasl | None = None):
         parts = urllib.parse.urlsplit(uri)
         if parts.scheme != "thrift" or not parts.hostname or not parts.port:
             raise ValueError(f"expected thrift://HOST:PORT, not {uri!r}")
         check_thrift_connections(connections)
-        from hmsclient import hmsclient
-
         host, port = parts.hostname, parts.port
-        self.client = ClientPool(lambda: hmsclient.HMSClient(host=host, port=port).open(), connections)
+        self.client = ClientPool(lambda: metastore_client(host, port, sasl).open(), connections)
         super().__init__(ThriftBackend(self.client, f"thrift://{host}:{port}", batch_size, connections),
                          journal_url)
 
