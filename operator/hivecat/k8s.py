@@ -289,6 +289,18 @@ def read_secret(namespace: str, name: str, key: str) -> SecretValue:
     return SecretValue(_decoded(namespace, name, key, data), secret["metadata"]["resourceVersion"])
 
 
+def read_secret_bytes(namespace: str, name: str, key: str) -> bytes:
+    """One key of a Secret as bytes (a keytab is binary). Messages name the Secret and key, never a value."""
+    data = _secret(namespace, name).get("data") or {}
+    if key not in data:
+        raise SecretUnavailable(reasons.SECRET_KEY_NOT_FOUND, f"Secret {namespace}/{name} has no key {key!r}")
+    try:
+        return base64.b64decode(data[key])
+    except ValueError:
+        raise SecretUnavailable(reasons.SECRET_KEY_NOT_FOUND,
+                                f"key {key!r} of Secret {namespace}/{name} is not base64") from None
+
+
 def read_secret_keys(namespace: str, name: str, keys: tuple[str, ...]) -> dict[str, str]:
     """Those of `keys` the Secret holds (one read), e.g. a storage's optional session token."""
     data = _secret(namespace, name).get("data") or {}

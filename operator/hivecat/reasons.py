@@ -18,6 +18,7 @@ COMPUTE_NOT_ALLOWED: Final = "ComputeNotAllowed"            # a compute type not
 METASTORE_NOT_ALLOWED: Final = "MetastoreNotAllowed"        # a metastore database host not granted
 GLUE_NOT_ALLOWED: Final = "GlueNotAllowed"                  # a Glue region, catalog id or endpoint not granted
 ROLE_NOT_ALLOWED: Final = "RoleNotAllowed"                  # an IAM role not granted to the namespace
+KERBEROS_NOT_ALLOWED: Final = "KerberosNotAllowed"          # a principal or keytab Secret not granted to it
 INTERVAL_BELOW_MINIMUM: Final = "IntervalBelowMinimum"      # a schedule faster than the admin allows
 POLICY_INVALID: Final = "PolicyInvalid"                     # a CatalogPolicy the operator cannot read
 IMAGE_NOT_ALLOWED: Final = "ImageNotAllowed"
@@ -27,7 +28,7 @@ CROSS_NAMESPACE_REFERENCE: Final = "CrossNamespaceReference"
 POLICY_REASONS: Final = (STORAGE_NOT_ALLOWED, STORAGE_CLAIM_CONFLICT, AMBIENT_CREDENTIALS_NOT_ALLOWED,
                          COMPUTE_NOT_ALLOWED, METASTORE_NOT_ALLOWED, GLUE_NOT_ALLOWED, ROLE_NOT_ALLOWED,
                          INTERVAL_BELOW_MINIMUM, POLICY_INVALID, IMAGE_NOT_ALLOWED, SERVICE_ACCOUNT_NOT_ALLOWED,
-                         CROSS_NAMESPACE_REFERENCE)
+                         CROSS_NAMESPACE_REFERENCE, KERBEROS_NOT_ALLOWED)
 
 # --- ownership: hivecat acts only on what it made for this resource -----------------------------------------
 NAME_TAKEN: Final = "NameTaken"                             # an object of that name that hivecat did not create

@@ -210,3 +210,54 @@ def test_a_login_that_cannot_work_is_one_line_and_writes_nothing(secured: Secure
     for keytab in secured.keytabs.values():
         assert keytab.read_bytes()[-32:] not in (done.stdout + done.stderr).encode()  # key bytes
     assert "refused" not in fs_shell(secured.source, secured.reader_cache, "-ls", "/")  # nothing written
+
+
+# Hostile, as the operator runs it: two namespaces' ClusterStorages on one kerberized HDFS, each with its own
+# principal and keytab Secret, reached through the operator's routes (replication.routes.cluster_storage) and its
+# keytab store, at once from interleaving threads, while the operator's default ticket cache holds another
+# principal's ticket. Each namespace's files must be owned by its own principal.
+def test_two_namespaces_logins_in_the_operator_stay_apart(secured: Secured, tmp_path: Path, monkeypatch) -> None:
+    from pyarrow import fs as pafs
+
+    from hivecat.copy.storage import Storage, WebHdfsSettings, parse_uri
+    from hivecat.kerberos.store import KeytabStore
+    from hivecat.replication.routes import ClusterAccess, cluster_storage
+    from hivecat.specs.kerberos import KerberosSpec
+
+    monkeypatch.setenv("KRB5CCNAME", secured.intruder_cache)
+    ambient = Storage(webhdfs=WebHdfsSettings(((secured.source.authority, secured.source.http_url),), "operator",
+                                              None, str(secured.ca_bundle)))
+    store = KeytabStore(tmp_path / "operator-keytabs")
+    secrets = {("team-a", "alice-keytab"): secured.keytabs["alice"].read_bytes(),
+               ("team-b", "bob-keytab"): secured.keytabs["bob"].read_bytes()}
+    routes = {}
+    for namespace, principal, secret in (("team-a", "alice@HIVECAT.TEST", "alice-keytab"),
+                                         ("team-b", "bob@HIVECAT.TEST", "bob-keytab")):
+        kerberos = KerberosSpec(principal, secret, webhdfs_principal=HTTP_PRINCIPAL)
+        access = ClusterAccess("dr", secured.source.uri, None, kerberos=kerberos)
+        routes[namespace] = cluster_storage(
+            access, ambient, lambda name: pytest.fail("a kerberized cluster reads no credentials Secret"),
+            lambda k, ns=namespace: store.login(ns, k.principal, secrets[(ns, k.keytab_secret)]))
+    errors: list[BaseException] = []
+
+    def write(namespace: str, index: int) -> None:
+        try:
+            location = parse_uri(f"{secured.source.uri}/namespaces/{namespace}/unit-{index}")
+            filesystem = routes[namespace].filesystem(location)
+            filesystem.create_dir(location.path, recursive=True)
+            with filesystem.open_output_stream(f"{location.path}/part-0") as out:
+                out.write(namespace.encode() * 100)
+            assert filesystem.get_file_info(location.path).type == pafs.FileType.Directory
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(ns, i)) for i in range(8) for ns in ("team-a", "team-b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not errors, errors
+    assert secured.owners(secured.source, "/namespaces/team-a") == {"alice"}
+    assert secured.owners(secured.source, "/namespaces/team-b") == {"bob"}
+    for keytab in (tmp_path / "operator-keytabs").iterdir():
+        assert keytab.stat().st_mode & 0o077 == 0  # the operator's copies are its own

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from hivecat import metrics
 from hivecat.config import config
+from hivecat.kerberos.store import KeytabStore
 from hivecat.replication.launch import LocalRuns
 
 T = TypeVar("T")
@@ -66,6 +67,12 @@ def _count(gauge: Any, counts: dict[str, int], kind: str, step: int) -> None:
 def local_runs() -> LocalRuns:
     """The operator's Local copy processes (at most the Helm value concurrency.localCopies at once)."""
     return LocalRuns(config().local_copies)
+
+
+@functools.cache
+def keytabs() -> KeytabStore:
+    """The namespaces' keytabs, each in a file of the operator's own (kerberos/store.py)."""
+    return KeytabStore(config().state_dir / "keytabs")
 
 
 def shutdown() -> None:

@@ -17,12 +17,14 @@ from hivecat.copy.storage import S3Settings, Storage
 from hivecat.handlers import pools
 from hivecat.handlers.copy_launch import JOB, SPARK_APPLICATION, workload_launcher
 from hivecat.handlers.ports import open_backend
+from hivecat.kerberos.login import KerberosLogin
 from hivecat.locations.prefix import storage_prefix
 from hivecat.reconcile.clusterstorage import Backend
 from hivecat.reconcile.policy import Violation
 from hivecat.replication.launch import Launcher, LocalLauncher, local_environment
 from hivecat.replication.registry import ClusterEntry
 from hivecat.replication.routes import SECRET_KEYS, ClusterAccess, Credentials, RoutedStorage, cluster_storage
+from hivecat.specs.kerberos import KerberosSpec
 
 
 class LiveReplicaPorts:
@@ -63,7 +65,7 @@ class LiveReplicaPorts:
 
     def _cluster(self, name: str) -> Storage:
         if name not in self._routes:
-            self._routes[name] = cluster_storage(self.access[name], self._ambient, self._credentials)
+            self._routes[name] = cluster_storage(self.access[name], self._ambient, self._credentials, self._login)
         return self._routes[name]
 
     @functools.cached_property
@@ -72,6 +74,11 @@ class LiveReplicaPorts:
 
     def _credentials(self, secret: str) -> Credentials:
         return Credentials(k8s.read_secret_keys(self.namespace, secret, SECRET_KEYS))
+
+    def _login(self, kerberos: KerberosSpec) -> KerberosLogin:
+        """The namespace's Kerberos login, its keytab read from its own Secret into the operator's keytab store."""
+        keytab = k8s.read_secret_bytes(self.namespace, kerberos.keytab_secret, kerberos.keytab_key)
+        return pools.keytabs().login(self.namespace, kerberos.principal, keytab)
 
 
 def _copy_run_in_status(body: kopf.Body, cluster: str) -> str | None:

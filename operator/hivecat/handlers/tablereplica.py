@@ -51,6 +51,7 @@ from hivecat.replication.launch import RUNNING
 from hivecat.replication.registry import ClusterEntry, parse_registry_document
 from hivecat.replication.routes import ClusterAccess
 from hivecat.specs.errors import SpecInvalid
+from hivecat.specs.kerberos import spec_kerberos
 from hivecat.specs.tablereplica import TableReplicaSpec, parse_table_replica
 from hivecat.timestamps import API_TIME
 
@@ -407,7 +408,7 @@ def _access(spec: TableReplicaSpec, clusters: dict[str, ClusterEntry], policy: N
             continue
         secret = ((body.get("spec") or {}).get("credentialsSecretRef") or {}).get("name") or None
         claim = claim_of(spec.namespace, name, entry.filesystem, indexes.storages, indexes.policies)
-        found[name] = cluster_access(policy, name, entry.filesystem, secret, claim)
+        found[name] = cluster_access(policy, name, entry.filesystem, secret, claim, spec_kerberos(body))
     return found
 
 

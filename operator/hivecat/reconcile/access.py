@@ -25,7 +25,10 @@ from hivecat.reconcile.policy import Violation, WorkloadPolicy
 from hivecat.replication.routes import ClusterAccess
 from hivecat.specs.clusterstorage import ClusterStorageSpec, canonical_uri
 from hivecat.specs.hivecatalog import HiveCatalogSpec
-from hivecat.specs.policy import CatalogPolicySpec, DatabaseGrant, GlueGrant, MetastoreAddress, StorageGrant
+from hivecat.specs.kerberos import KerberosSpec
+from hivecat.specs.policy import (
+    CatalogPolicySpec, DatabaseGrant, GlueGrant, KerberosGrant, MetastoreAddress, StorageGrant,
+)
 from hivecat.specs.tablereplica import TableReplicaSpec
 
 ENFORCE, AUDIT = "Enforce", "Audit"
@@ -65,6 +68,7 @@ class NamespacePolicy:
     databases: tuple[DatabaseGrant, ...] = ()
     glue: tuple[GlueGrant, ...] = ()
     addresses: tuple[MetastoreAddress, ...] = ()
+    kerberos: tuple[KerberosGrant, ...] = ()
     min_sync_interval: float = 60.0
     min_housekeeping_delay: float = 3600.0
     min_scan_interval: float = 60.0
@@ -110,6 +114,16 @@ class NamespacePolicy:
                          f"{field_} {uri} names no credentialsSecretRef, so the operator would reach it with its "
                          f"own identity, which the policy does not grant namespace {self.namespace} there; "
                          "reference a Secret with this namespace's credentials")
+
+    def check_kerberos(self, kerberos: KerberosSpec | None, field_: str) -> Violation | None:
+        """A Kerberos login is the namespace's own only where a policy grants both its principal and its Secret."""
+        if kerberos is None or any(g.allows(kerberos.principal, kerberos.keytab_secret) for g in self.kerberos):
+            return None
+        return Violation(reasons.KERBEROS_NOT_ALLOWED,
+                         f"{field_}: principal {kerberos.principal} with its keytab from Secret "
+                         f"{kerberos.keytab_secret} is not a Kerberos login the cluster administrator grants "
+                         f"namespace {self.namespace}{self._where()}; ask for both in a CatalogPolicy "
+                         "(spec.kerberos.principals and keytabSecrets)")
 
     def check_compute(self, compute_type: str) -> Violation | None:
         if compute_type in self.compute:
@@ -203,6 +217,7 @@ def namespace_policy(namespace: str, labels: Mapping[str, str] | None,
         databases=tuple(g for p in chosen for g in p.databases),
         glue=tuple(g for p in chosen for g in p.glue),
         addresses=tuple(a for p in chosen for a in p.metastore_addresses),
+        kerberos=tuple(p.kerberos for p in chosen if p.kerberos.principals),
         min_sync_interval=lowest((p.minimums.sync_interval for p in chosen), defaults.min_sync_interval),
         min_housekeeping_delay=lowest((p.minimums.housekeeping_delay for p in chosen), defaults.min_housekeeping_delay),
         min_scan_interval=lowest((p.minimums.scan_interval for p in chosen), defaults.min_scan_interval),
@@ -241,6 +256,7 @@ def check_cluster_storage(spec: ClusterStorageSpec, policy: NamespacePolicy, *,
     """Registration: the filesystem is granted storage, the compute type granted, the scan not too frequent.
     (Credentials are judged where storage is used: cluster_access.)"""
     return (policy.check_storage(spec.filesystem, "spec.filesystem")
+            or policy.check_kerberos(spec.kerberos, "spec.kerberos")
             or policy.check_compute(spec.compute.type)
             or (policy.check_minimum("scan interval", spec.scan_interval, policy.min_scan_interval,
                                      "spec.scanInterval") if scan_interval_set else None))
@@ -271,7 +287,7 @@ def check_table_replica(spec: TableReplicaSpec, policy: NamespacePolicy) -> Viol
 
 
 def cluster_access(policy: NamespacePolicy, cluster: str, filesystem: str, credentials_secret: str | None,
-                   claim: Violation | None = None) -> ClusterAccess | Violation:
+                   claim: Violation | None = None, kerberos: KerberosSpec | None = None) -> ClusterAccess | Violation:
     """Whether (and how) a TableReplica of `policy.namespace` may read and write ClusterStorage `cluster`: not
     claimed by another namespace (`claim`: from reconcile.claims; refused whatever the enforcement), its
     filesystem granted, and credentials the namespace's own unless the grant lets the operator use its own
@@ -280,8 +296,10 @@ def cluster_access(policy: NamespacePolicy, cluster: str, filesystem: str, crede
         return claim
     where = f"ClusterStorage {cluster}: spec.filesystem"
     violation = (policy.check_storage(filesystem, where)
-                 or policy.check_credentials(filesystem, credentials_secret is not None, where))
+                 or policy.check_kerberos(kerberos, f"ClusterStorage {cluster}: spec.kerberos")
+                 or policy.check_credentials(filesystem, credentials_secret is not None or kerberos is not None, where))
     refusal, audit = judged(violation, policy)
     if refusal is not None:
         return refusal
-    return ClusterAccess(cluster, filesystem, credentials_secret, violation if audit is not None else None)
+    return ClusterAccess(cluster, filesystem, credentials_secret, violation if audit is not None else None,
+                         kerberos)

@@ -15,10 +15,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 from hivecat.copy.errors import CopyInputError
 from hivecat.copy.storage import HADOOP_USER_ENV, Location, S3Settings, Storage, WebHdfsSettings
+from hivecat.kerberos.login import KerberosLogin
 from hivecat.locations.prefix import LocationPrefix, holds, storage_prefix
 
 if TYPE_CHECKING:
     from pyarrow import fs as pafs
+
+    from hivecat.specs.kerberos import KerberosSpec
 
 # Keys a ClusterStorage's credentials Secret may hold (its CRD documents them).
 ACCESS_KEY, SECRET_KEY, SESSION_TOKEN = "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"
@@ -34,6 +37,7 @@ class ClusterAccess:
     filesystem: str
     credentials_secret: str | None  # a Secret of the namespace; None: the operator's own identity (granted)
     audit: Any = None  # under Audit: the Violation the policy would refuse it for (reported, not enforced)
+    kerberos: KerberosSpec | None = None  # a kerberized HDFS: the namespace's login, its keytab from its Secret
 
 
 @dataclass(frozen=True)
@@ -46,10 +50,18 @@ class Credentials:
         return f"Credentials(keys={sorted(self.values)})"
 
 
-def cluster_storage(access: ClusterAccess, ambient: Storage,
-                    read_secret: Callable[[str], Credentials]) -> Storage:
+def cluster_storage(access: ClusterAccess, ambient: Storage, read_secret: Callable[[str], Credentials],
+                    login: Callable[[KerberosSpec], KerberosLogin] | None = None) -> Storage:
     """The Storage that reaches `access`'s cluster: endpoints as the operator is configured (an administrator's
-    setting), identity from the namespace's Secret, or the operator's own where the grant allows it."""
+    setting), identity from the namespace's Secret or Kerberos login (`login`: its keytab, from its Secret, in a
+    credential store of its own), or the operator's own where the grant allows it."""
+    if access.kerberos is not None:
+        if login is None:
+            raise CopyInputError(f"ClusterStorage {access.cluster} is kerberized, and this pass has no way to log in")
+        kerberos = access.kerberos
+        webhdfs = WebHdfsSettings(ambient.webhdfs.endpoints, None, login(kerberos), ambient.webhdfs.ca_bundle,
+                                  kerberos.http_principal)
+        return Storage(_endpoints_only(ambient.s3), webhdfs)
     if access.credentials_secret is None:
         return ambient  # cluster_access allowed it: file:// (no identity), a grant with ambientCredentials, Audit
     found = read_secret(access.credentials_secret).values

@@ -20,6 +20,7 @@ from hivecat.kinds import CLUSTER_STORAGE
 from hivecat.locations.prefix import InvalidLocation, LocationPrefix, is_under, parse_prefix, same_family
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.fields import choice, flag, mapping, opt_str, whole
+from hivecat.specs.kerberos import KerberosSpec, parse_kerberos
 from hivecat.specs.schema import check_spec
 
 __all__ = ["ComputeSpec", "SparkApplicationSettings", "ClusterStorageSpec", "SpecInvalid", "parse_cluster_storage",
@@ -90,6 +91,7 @@ class ClusterStorageSpec:
     suspend: bool
     scan_interval: float  # seconds
     metastore_access: str  # Database | Thrift: how drift scans and repairs reach a Thrift-mode catalog
+    kerberos: KerberosSpec | None = None  # a kerberized HDFS: SPNEGO to WebHDFS as this login
 
 
 def parse_cluster_storage(body: Mapping[str, Any], *, default_scan_interval: float) -> ClusterStorageSpec:
@@ -124,7 +126,11 @@ def parse_cluster_storage(body: Mapping[str, Any], *, default_scan_interval: flo
         suspend=flag(spec, "suspend", "spec", False),
         scan_interval=float(default_scan_interval) if interval is None else parse_scan_interval(interval),
         metastore_access=choice(spec, "metastoreAccess", METASTORE_ACCESS, DEFAULT_METASTORE_ACCESS),
+        kerberos=parse_kerberos(spec.get("kerberos"), "spec.kerberos"),
     )
+    if parsed.kerberos is not None and not parsed.filesystem.startswith("hdfs://"):
+        raise SpecInvalid(reasons.INVALID_FIELD, "spec.kerberos applies to hdfs:// filesystems (WebHDFS with SPNEGO); "
+                                                 f"{parsed.filesystem} is not one")
     check_spec(CLUSTER_STORAGE.kind, body)  # what the checks above leave to the CRD's schema
     return parsed
 

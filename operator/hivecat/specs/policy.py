@@ -8,6 +8,7 @@ operator malformed grants nothing (reason PolicyInvalid), never more than it say
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -65,6 +66,18 @@ class MetastoreAddress:
 
 
 @dataclass(frozen=True)
+class KerberosGrant:
+    """Kerberos logins a namespace's resources may use: principals (exact names with their realm, or patterns in
+    which * stands for any characters) and the Secrets, of the namespace, their keytabs may come from."""
+
+    principals: tuple[str, ...] = ()
+    keytab_secrets: tuple[str, ...] = ()
+
+    def allows(self, principal: str, secret: str) -> bool:
+        return secret in self.keytab_secrets and any(fnmatch.fnmatchcase(principal, p) for p in self.principals)
+
+
+@dataclass(frozen=True)
 class Minimums:
     """Seconds; None: the operator's default (chart values) applies."""
 
@@ -94,6 +107,7 @@ class CatalogPolicySpec:
     glue: tuple[GlueGrant, ...] = ()
     metastore_addresses: tuple[MetastoreAddress, ...] = ()
     minimums: Minimums = Minimums()
+    kerberos: KerberosGrant = KerberosGrant()
 
     @property
     def uses_selector(self) -> bool:
@@ -149,6 +163,7 @@ def _parse(name: str, spec: Mapping[str, Any]) -> CatalogPolicySpec:
         metastore_addresses=tuple(_address(item, f"spec.metastoreAddresses[{i}]")
                                   for i, item in enumerate(_list(spec, "metastoreAddresses"))),
         minimums=_minimums(mapping(spec.get("minimums"), "spec.minimums")),
+        kerberos=_kerberos(mapping(spec.get("kerberos"), "spec.kerberos")),
     )
 
 
@@ -255,6 +270,19 @@ def _address(value: Any, where: str) -> MetastoreAddress:
     if not catalog or match is None or not 0 < int(match["port"]) < 65536:
         raise SpecInvalid(reasons.INVALID_FIELD, f"{where} needs a catalog name and an address host:port")
     return MetastoreAddress(catalog, match["host"].strip("[]"), int(match["port"]))
+
+
+def _kerberos(raw: Mapping[str, Any]) -> KerberosGrant:
+    principals = tuple(_strings(raw.get("principals"), "spec.kerberos.principals"))
+    for pattern in principals:
+        if "@" not in pattern or any(c.isspace() for c in pattern):
+            raise SpecInvalid(reasons.INVALID_FIELD, f"spec.kerberos.principals: {pattern[:80]!r} must name its realm, "
+                                                     "e.g. etl-team-a@CORP.EXAMPLE.COM or *@TEAM-A.CORP.EXAMPLE.COM")
+    secrets = tuple(_strings(raw.get("keytabSecrets"), "spec.kerberos.keytabSecrets"))
+    if bool(principals) != bool(secrets):
+        raise SpecInvalid(reasons.INVALID_FIELD, "spec.kerberos grants principals and the keytab Secrets they come "
+                                                 "from together: name both principals and keytabSecrets")
+    return KerberosGrant(principals, secrets)
 
 
 def _minimums(raw: Mapping[str, Any]) -> Minimums:

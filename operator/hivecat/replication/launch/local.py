@@ -25,7 +25,10 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from hivecat.copy.plan import CopyPlan
-from hivecat.copy.storage import ENDPOINT_ENVS, HADOOP_USER_ENV, WEBHDFS_ENDPOINTS_ENV, Storage
+from hivecat.copy.storage import (
+    ENDPOINT_ENVS, HADOOP_USER_ENV, WEBHDFS_CA_BUNDLE_ENV, WEBHDFS_ENDPOINTS_ENV, WEBHDFS_PRINCIPAL_ENV, Storage,
+)
+from hivecat.kerberos.login import KEYTAB_ENV, PRINCIPAL_ENV
 from hivecat.replication.launch import (CANCELLED, FAILED, RUNNING, SUCCEEDED, WAITING, LaunchResult,
                                         distcp_args)
 from hivecat.specs.tablereplica import CopySettings
@@ -37,7 +40,8 @@ LOG_TAIL = 2000  # characters of the child's stderr kept for the condition messa
 # Spark engine), where storage is (administrator's settings). Credentials are added from the copy's Storage.
 PASSED_ENV: Final = ("PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ", "PYTHONPATH", "JAVA_HOME", "SPARK_HOME",
                      "SPARK_LOCAL_IP", "PYSPARK_PYTHON", "HADOOP_CONF_DIR", "AWS_REGION", "AWS_DEFAULT_REGION",
-                     *ENDPOINT_ENVS, WEBHDFS_ENDPOINTS_ENV)
+                     *ENDPOINT_ENVS, WEBHDFS_ENDPOINTS_ENV, WEBHDFS_CA_BUNDLE_ENV,
+                     "KRB5_CONFIG")  # the administrator's realms and KDCs (never a ticket cache: KRB5CCNAME)
 
 Key = tuple[str, str, str]  # (namespace, TableReplica, secondary)
 
@@ -55,8 +59,13 @@ def local_environment(storage: Storage | None, family: str = "", environ: Mappin
         env.update(AWS_ACCESS_KEY_ID=s3.access_key, AWS_SECRET_ACCESS_KEY=s3.secret_key)
         if s3.session_token:
             env["AWS_SESSION_TOKEN"] = s3.session_token
-    if family == "hdfs" and storage.webhdfs.user:
-        env[HADOOP_USER_ENV] = storage.webhdfs.user
+    webhdfs = storage.webhdfs
+    if family == "hdfs" and webhdfs.kerberos is not None and webhdfs.kerberos.keytab:
+        # the keytab file the operator holds for this namespace (kerberos.store), as a copy Job mounts its Secret
+        env.update({PRINCIPAL_ENV: webhdfs.kerberos.principal or "", KEYTAB_ENV: webhdfs.kerberos.keytab,
+                    WEBHDFS_PRINCIPAL_ENV: webhdfs.http_principal or ""})
+    elif family == "hdfs" and webhdfs.user:
+        env[HADOOP_USER_ENV] = webhdfs.user
     return env
 
 
