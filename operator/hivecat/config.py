@@ -69,11 +69,15 @@ class OperatorConfig:
     local_copies: int = DEFAULT_LOCAL_COPIES
     # HIVECAT_STARTUP_SPREAD_SECONDS: after a start, the first syncs are spread over this long (0: all at once)
     startup_spread_seconds: float = DEFAULT_STARTUP_SPREAD_SECONDS
+    # HIVECAT_KEYTAB_DIR: the namespaces' keytabs, files of the operator's (the chart: a volume in memory);
+    # None: state_dir/keytabs
+    keytab_dir: Path | None = None
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] = os.environ) -> "OperatorConfig":
         return cls(
             state_dir=_state_home(environ) / APP_NAME,
+            keytab_dir=Path(environ["HIVECAT_KEYTAB_DIR"]) if environ.get("HIVECAT_KEYTAB_DIR") else None,
             journal_url=environ.get("HIVECAT_JOURNAL_URL") or None,
             journal_schema=environ.get("HIVECAT_JOURNAL_SCHEMA", "").strip() or "hivecat",
             pod_namespace=environ.get("POD_NAMESPACE") or None,

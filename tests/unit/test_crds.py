@@ -301,7 +301,8 @@ def test_chart_serves_metrics_with_a_service_and_an_optional_service_monitor() -
     assert {"name": "metrics", "containerPort": 9102, "protocol": "TCP"} in container["ports"]
     assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert (pod["securityContext"]["runAsUser"], pod["securityContext"]["runAsGroup"]) == (10001, 10001)
-    assert pod["volumes"] == [{"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}}]
+    assert pod["volumes"] == [{"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}},
+                              {"name": "keytabs", "emptyDir": {"medium": "Memory", "sizeLimit": "16Mi"}}]
     [service] = [d for d in docs if d["kind"] == "Service"]
     assert service["spec"]["ports"][0]["targetPort"] == "metrics"
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
@@ -312,6 +313,24 @@ def test_chart_serves_metrics_with_a_service_and_an_optional_service_monitor() -
     assert not [d for d in off if d["kind"] == "Service"]
     assert "HIVECAT_METRICS_PORT" not in {e["name"] for d in off if d["kind"] == "Deployment"
                                          for e in d["spec"]["template"]["spec"]["containers"][0]["env"]}
+
+
+def test_chart_gives_the_operator_the_administrators_realms_and_keeps_keytabs_in_memory() -> None:
+    krb5 = "[libdefaults]\n default_realm = CORP.EXAMPLE.COM\n"
+    done = helm("template", "hivecat", str(CHART), "--namespace", "hivecat-system",
+                "--set-string", f"kerberos.krb5Conf={krb5}", "--set-string", "webhdfs.caBundle=PEM")
+    assert done.returncode == 0, done.stderr
+    docs = [d for d in yaml.safe_load_all(done.stdout) if d]
+    [config_map] = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-kerberos")]
+    assert config_map["data"] == {"krb5.conf": krb5, "webhdfs-ca.pem": "PEM"}
+    [deployment] = [d for d in docs if d["kind"] == "Deployment"]
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["KRB5_CONFIG"] == "/etc/hivecat/kerberos/krb5.conf"
+    assert env["HIVECAT_WEBHDFS_CA_BUNDLE"] == "/etc/hivecat/kerberos/webhdfs-ca.pem"
+    assert env["KRB5CCNAME"].startswith("MEMORY:") and env["HIVECAT_KEYTAB_DIR"] == "/var/run/hivecat/keytabs"
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts["keytabs"] == "/var/run/hivecat/keytabs" and mounts["kerberos"] == "/etc/hivecat/kerberos"
 
 
 def test_the_chart_readme_describes_every_value() -> None:

@@ -72,7 +72,7 @@ def local_runs() -> LocalRuns:
 @functools.cache
 def keytabs() -> KeytabStore:
     """The namespaces' keytabs, each in a file of the operator's own (kerberos/store.py)."""
-    return KeytabStore(config().state_dir / "keytabs")
+    return KeytabStore(config().keytab_dir or config().state_dir / "keytabs")
 
 
 def shutdown() -> None:
