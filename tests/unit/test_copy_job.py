@@ -146,3 +146,33 @@ def _job(*conditions: tuple[str, str]) -> dict[str, Any]:
 ])
 def test_job_state(job: dict[str, Any] | None, state: str) -> None:
     assert job_state(job) == state
+
+
+def test_a_kerberized_secondarys_keytab_is_one_file_only_the_pods_user_reads() -> None:
+    from hivecat.specs.kerberos import KerberosSpec
+    from hivecat.workloads.copy_job import KEYTAB_DIR, kerberos_config_map, kerberos_config_name
+
+    kerberos = KerberosSpec("etl-a@CORP.EXAMPLE.COM", "team-a-keytab", "etl.keytab")
+    config = kerberos_config_name("orders", "hdfs-dr")
+    copy = run(kerberos=kerberos, kerberos_config=config, kerberos_config_keys=("krb5.conf", "webhdfs-ca.pem"))
+    job = copy_job(copy)
+    pod = job["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["keytab"]["secret"] == {"secretName": "team-a-keytab", "defaultMode": 0o400,
+                                           "items": [{"key": "etl.keytab", "path": "keytab"}]}
+    assert volumes["kerberos-config"]["configMap"] == {"name": config}
+    env = {e["name"]: e["value"] for e in container(job)["env"]}
+    assert env["HIVECAT_KERBEROS_PRINCIPAL"] == "etl-a@CORP.EXAMPLE.COM"
+    assert env["HIVECAT_KERBEROS_KEYTAB"] == f"{KEYTAB_DIR}/keytab"
+    assert env["HIVECAT_WEBHDFS_PRINCIPAL"] == "HTTP/_HOST@CORP.EXAMPLE.COM"
+    assert env["KRB5_CONFIG"].endswith("/krb5.conf") and env["HIVECAT_WEBHDFS_CA_BUNDLE"].endswith("/webhdfs-ca.pem")
+    assert env["KRB5CCNAME"].startswith("MEMORY:") and "HADOOP_USER_NAME" not in env
+    mounts = {m["name"]: m for m in container(job)["volumeMounts"]}
+    assert mounts["keytab"] == {"name": "keytab", "mountPath": KEYTAB_DIR, "readOnly": True}
+    config_map = kerberos_config_map(copy, {"krb5.conf": "[libdefaults]\n"})
+    assert config_map["metadata"]["name"] == config and config_map["data"] == {"krb5.conf": "[libdefaults]\n"}
+    assert len(config) <= 63
+    # only the CA: no KRB5_CONFIG pointing at a file that is not there
+    ca_only = {e["name"] for e in container(copy_job(run(kerberos_config=config,
+                                                          kerberos_config_keys=("webhdfs-ca.pem",))))["env"]}
+    assert "HIVECAT_WEBHDFS_CA_BUNDLE" in ca_only and "KRB5_CONFIG" not in ca_only

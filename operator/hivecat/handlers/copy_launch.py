@@ -5,7 +5,9 @@ TableReplica (it goes with it)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import kopf
@@ -18,10 +20,12 @@ from hivecat.kinds import CLUSTER_STORAGE
 from hivecat.reconcile.policy import WorkloadPolicy
 from hivecat.replication.launch.workload import Workload, WorkloadLauncher, WorkloadRefused
 from hivecat.replication.registry import ClusterEntry
-from hivecat.specs.clusterstorage import ComputeSpec, parse_cluster_storage
+from hivecat.specs.clusterstorage import ClusterStorageSpec, ComputeSpec, parse_cluster_storage
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.tablereplica import CopySettings
-from hivecat.workloads.copy_job import CopyRun, copy_job, copy_name, job_state
+from hivecat.workloads.copy_job import (
+    KRB5_CONF, WEBHDFS_CA, CopyRun, copy_job, copy_name, job_state, kerberos_config_map, kerberos_config_name,
+)
 from hivecat.workloads.spark_application import API_VERSION as SPARK_API_VERSION
 from hivecat.workloads.spark_application import KIND as SPARK_KIND
 from hivecat.workloads.spark_application import (spark_application, spark_application_phase,
@@ -64,6 +68,7 @@ class LiveWorkloadPorts:
         self.workload, self.owner, self.catalog, self.secondary, self.storage = (
             workload, owner, catalog, secondary, storage)
         self.namespace, self.uid = owner["metadata"]["namespace"], owner["metadata"]["uid"]
+        self._config_map: dict[str, Any] | None = None
 
     def get(self, name: str) -> dict[str, Any] | None:
         """The TableReplica's own workload; NameTaken when the name is someone else's object."""
@@ -77,11 +82,22 @@ class LiveWorkloadPorts:
 
     def apply(self, manifest: dict[str, Any]) -> None:
         try:
+            if self._config_map is not None:  # what the copy pod mounts for its realms, before the pod exists
+                k8s.apply(self._config_map)
             k8s.apply(manifest)
         except ApiException as error:
             raise WorkloadRefused(
                 f"the API server does not serve {self.workload.api_version} {self.workload.kind} (is its operator "
                 "installed?)" if error.status == 404 else f"{error.status} {error.reason}") from None
+
+    def _kerberos_config(self, spec: ClusterStorageSpec) -> tuple[str | None, dict[str, str]]:
+        """The ConfigMap (name, data) a copy pod on an hdfs:// secondary mounts for its realms and CA, if any."""
+        if spec.kerberos is not None and self.workload is not JOB:
+            raise SpecInvalid(reasons.COMPUTE_INCOMPLETE, f"ClusterStorage {spec.name} is kerberized: its copies run "
+                                                          "as KubernetesJob or Local compute (SparkApplication copies "
+                                                          "do not take a keytab yet)")
+        data = _kerberos_config_data(self.storage) if spec.filesystem.startswith("hdfs://") else {}
+        return (kerberos_config_name(self.owner["metadata"]["name"], self.secondary.name) if data else None), data
 
     def builder(self, copy: CopySettings) -> Callable[[str, str, str], dict[str, Any]]:
         """The secondary's compute, read now and checked against the allow-lists; SpecInvalid if it names no
@@ -101,6 +117,7 @@ class LiveWorkloadPorts:
             raise SpecInvalid(violation.reason, f"ClusterStorage {spec.name}: {violation.message}")
         image, build = compute.image, BUILDS[self.workload.kind]
         meta = self.owner["metadata"]
+        config_name, config_data = self._kerberos_config(spec)
 
         def manifest(run_id: str, plan_uri: str, plan_digest: str) -> dict[str, Any]:
             run = CopyRun(replica=meta["name"], namespace=self.namespace, catalog=self.catalog,
@@ -112,8 +129,25 @@ class LiveWorkloadPorts:
                           # namenodes' WebHDFS addresses): the plan names locations, not how to reach them
                           s3_endpoint=self.storage.s3.endpoint,
                           webhdfs_endpoints=",".join(f"{a}={url}" for a, url in self.storage.webhdfs.endpoints)
-                          or None)
+                          or None, kerberos=spec.kerberos, kerberos_config=config_name,
+                          kerberos_config_keys=tuple(sorted(config_data)))
             built = build(run, compute)
             kopf.adopt(built, owner=self.owner)  # goes with the TableReplica
+            if config_name is not None:
+                self._config_map = kerberos_config_map(run, config_data)
+                kopf.adopt(self._config_map, owner=self.owner)
             return built
         return manifest
+
+
+def _kerberos_config_data(storage: Storage) -> dict[str, str]:
+    """The operator's own krb5.conf ($KRB5_CONFIG, the chart's kerberos.krb5Conf) and WebHDFS CA bundle, as a copy
+    pod gets them: configuration the administrator gave the operator, never a custom resource's."""
+    data: dict[str, str] = {}
+    for key, path in ((KRB5_CONF, os.environ.get("KRB5_CONFIG")), (WEBHDFS_CA, storage.webhdfs.ca_bundle)):
+        if path:
+            try:
+                data[key] = Path(path).read_text()
+            except OSError:
+                continue  # not there: the pod then has what its image has
+    return data

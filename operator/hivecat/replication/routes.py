@@ -93,7 +93,7 @@ class RoutedStorage:
         self._made: dict[LocationPrefix, Storage] = {}
         # Endpoints only: what copy workloads are told about where storage is (copy_launch), never keys.
         self.s3 = _endpoints_only(ambient.s3)
-        self.webhdfs = WebHdfsSettings(ambient.webhdfs.endpoints, None)
+        self.webhdfs = WebHdfsSettings(ambient.webhdfs.endpoints, None, None, ambient.webhdfs.ca_bundle)
 
     def storage_for(self, location: Location) -> Storage:
         try:

@@ -9,7 +9,10 @@ it adopts the manifest (kopf.adopt, owner the TableReplica) so garbage collectio
 
 No secret is in the object: S3 keys come from the ClusterStorage's Secret, mounted as files in the directory
 the copy engine reads ($HIVECAT_S3_CREDENTIALS_DIR: keys access-key-id, secret-access-key, optional
-session-token), or from the pod's identity (service account) when there is no Secret.
+session-token), or from the pod's identity (service account) when there is no Secret. A kerberized secondary's
+keytab is its keytab Secret's key, mounted as one file readable by the pod's user only
+($HIVECAT_KERBEROS_KEYTAB); the realms and KDCs are the operator's krb5.conf, in a ConfigMap the operator keeps
+beside the Job (kerberos_config_map), since a pod mounts ConfigMaps of its own namespace only.
 
 The image must hold hivecat (the `hivecat` command) and run as a numeric non-root user, as hivecat's own image
 does: the pod refuses root, writes only to /tmp (an emptyDir), and may not escalate privileges.
@@ -25,11 +28,16 @@ from typing import Any, Final
 
 from hivecat.copy.errors import CopyInputError
 from hivecat.copy.plan_store import check_digest
-from hivecat.copy.storage import CREDENTIALS_DIR_ENV, ENDPOINT_ENVS, HADOOP_USER_ENV, WEBHDFS_ENDPOINTS_ENV
+from hivecat.copy.storage import (
+    CREDENTIALS_DIR_ENV, ENDPOINT_ENVS, HADOOP_USER_ENV, WEBHDFS_CA_BUNDLE_ENV, WEBHDFS_ENDPOINTS_ENV,
+    WEBHDFS_PRINCIPAL_ENV,
+)
+from hivecat.kerberos.login import KEYTAB_ENV, PRINCIPAL_ENV
 from hivecat.kinds import (CLUSTER_STORAGE, COMPONENT, GROUP, HIVE_CATALOG, LABEL_COMPONENT, LABEL_MANAGED_BY,
                            LABEL_PART_OF, MANAGED_BY, TABLE_REPLICA)
 from hivecat.replication.launch import distcp_args
 from hivecat.replication.launch.workload import ANNOTATION_PLAN, ANNOTATION_PLAN_DIGEST, ANNOTATION_RUN
+from hivecat.specs.kerberos import KerberosSpec
 from hivecat.specs.tablereplica import CopySettings
 from hivecat.workloads.labels import MAX_NAME, label_value
 
@@ -45,6 +53,12 @@ ACTIVE_DEADLINE_SECONDS: Final = 24 * 3600  # bounds a hung run; a longer copy r
 TTL_SECONDS_AFTER_FINISHED: Final = 24 * 3600
 CREDENTIALS_DIR: Final = "/var/run/secrets/hivecat/s3"
 CREDENTIALS_VOLUME: Final = "s3-credentials"
+KEYTAB_DIR: Final = "/var/run/secrets/hivecat/kerberos"
+KEYTAB_VOLUME: Final = "keytab"
+KEYTAB_FILE: Final = "keytab"
+KERBEROS_CONFIG_DIR: Final = "/etc/hivecat/kerberos"
+KERBEROS_CONFIG_VOLUME: Final = "kerberos-config"
+KRB5_CONF, WEBHDFS_CA = "krb5.conf", "webhdfs-ca.pem"
 TMP_DIR: Final = "/tmp"
 TMP_VOLUME: Final = "tmp"
 # Spark operator names a SparkApplication's UI Service <name>-ui-svc, and a Service's name is a DNS-1035 label
@@ -82,6 +96,9 @@ class CopyRun:
     s3_endpoint: str | None = None  # HIVECAT_S3_ENDPOINT: an S3-compatible store's address (path-style)
     webhdfs_endpoints: str | None = None  # HIVECAT_WEBHDFS_ENDPOINTS: nn:8020=http://nn:9870,...
     hadoop_user: str | None = None  # HADOOP_USER_NAME on hdfs://
+    kerberos: KerberosSpec | None = None  # the secondary's login on a kerberized HDFS
+    kerberos_config: str | None = None  # the ConfigMap (kerberos_config_map) with krb5.conf and the WebHDFS CA
+    kerberos_config_keys: tuple[str, ...] = ()  # which of KRB5_CONF and WEBHDFS_CA it holds
     active_deadline_seconds: int = ACTIVE_DEADLINE_SECONDS
 
     def __post_init__(self) -> None:
@@ -151,15 +168,40 @@ def copy_environment(run: CopyRun) -> list[dict[str, str]]:
         env.append({"name": CREDENTIALS_DIR_ENV, "value": CREDENTIALS_DIR})
     if run.webhdfs_endpoints:
         env.append({"name": WEBHDFS_ENDPOINTS_ENV, "value": run.webhdfs_endpoints})
-    if run.hadoop_user:
+    if run.kerberos is not None:
+        env += [{"name": PRINCIPAL_ENV, "value": run.kerberos.principal},
+                {"name": KEYTAB_ENV, "value": f"{KEYTAB_DIR}/{KEYTAB_FILE}"},
+                {"name": WEBHDFS_PRINCIPAL_ENV, "value": run.kerberos.http_principal},
+                {"name": "KRB5CCNAME", "value": "MEMORY:hivecat-copy"}]  # tickets never on the pod's disk
+    elif run.hadoop_user:
         env.append({"name": HADOOP_USER_ENV, "value": run.hadoop_user})
+    if run.kerberos_config and KRB5_CONF in run.kerberos_config_keys:
+        env.append({"name": "KRB5_CONFIG", "value": f"{KERBEROS_CONFIG_DIR}/{KRB5_CONF}"})
+    if run.kerberos_config and WEBHDFS_CA in run.kerberos_config_keys:
+        env.append({"name": WEBHDFS_CA_BUNDLE_ENV, "value": f"{KERBEROS_CONFIG_DIR}/{WEBHDFS_CA}"})
     return env
+
+
+def kerberos_config_map(run: CopyRun, data: Mapping[str, str]) -> dict[str, Any]:
+    """The ConfigMap of run.kerberos_config: the operator's krb5.conf and WebHDFS CA bundle (no secret), by
+    KRB5_CONF and WEBHDFS_CA."""
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": run.kerberos_config, "namespace": run.namespace, "labels": copy_labels(run)},
+            "data": dict(data)}
+
+
+def kerberos_config_name(replica: str, secondary: str) -> str:
+    return f"{copy_name(replica, secondary)}-krb5"
 
 
 def _container(run: CopyRun) -> dict[str, Any]:
     mounts = [{"name": TMP_VOLUME, "mountPath": TMP_DIR}]
     if run.credentials_secret:
         mounts.append({"name": CREDENTIALS_VOLUME, "mountPath": CREDENTIALS_DIR, "readOnly": True})
+    if run.kerberos is not None:
+        mounts.append({"name": KEYTAB_VOLUME, "mountPath": KEYTAB_DIR, "readOnly": True})
+    if run.kerberos_config:
+        mounts.append({"name": KERBEROS_CONFIG_VOLUME, "mountPath": KERBEROS_CONFIG_DIR, "readOnly": True})
     container: dict[str, Any] = {
         "name": CONTAINER,
         "image": run.image,
@@ -180,6 +222,12 @@ def copy_job(run: CopyRun) -> dict[str, Any]:
     volumes: list[dict[str, Any]] = [{"name": TMP_VOLUME, "emptyDir": {}}]
     if run.credentials_secret:
         volumes.append({"name": CREDENTIALS_VOLUME, "secret": {"secretName": run.credentials_secret}})
+    if run.kerberos is not None:  # the one key, as one file only the pod's user reads
+        volumes.append({"name": KEYTAB_VOLUME, "secret": {
+            "secretName": run.kerberos.keytab_secret, "defaultMode": 0o400,
+            "items": [{"key": run.kerberos.keytab_key, "path": KEYTAB_FILE}]}})
+    if run.kerberos_config:
+        volumes.append({"name": KERBEROS_CONFIG_VOLUME, "configMap": {"name": run.kerberos_config}})
     pod: dict[str, Any] = {
         "restartPolicy": "Never",
         "automountServiceAccountToken": False,  # distcp never calls the Kubernetes API
