@@ -137,3 +137,33 @@ def test_the_spark_application_is_accepted_as_built(api: Api, namespace: str, ru
     misspelt["spec"]["executor"]["instance"] = 2
     status, _, answer = create(api, apps, misspelt)
     assert status == 400 and "instance" in answer["message"]
+
+
+def test_a_kerberized_copy_job_mounts_its_keytab_and_realms_and_passes_the_restricted_profile(
+        api: Api, namespace: str, run: CopyRun) -> None:
+    from hivecat.specs.kerberos import KerberosSpec
+    from hivecat.workloads.copy_job import kerberos_config_map, kerberos_config_name
+
+    keytab = bytes(range(256)) * 4  # a keytab's bytes: binary, never in the Job, its pod or the ConfigMap
+    api.create(f"/api/v1/namespaces/{namespace}/secrets", {
+        "metadata": {"name": "etl-keytab"}, "data": {"keytab": base64.b64encode(keytab).decode()}})
+    kerberized = dataclasses.replace(
+        run, secondary="krbdr", credentials_secret=None, hadoop_user=None,
+        kerberos=KerberosSpec("etl-a@CORP.EXAMPLE.COM", "etl-keytab"),
+        kerberos_config=kerberos_config_name(run.replica, "krbdr"), kerberos_config_keys=("krb5.conf",))
+    config_map = kerberos_config_map(kerberized, {"krb5.conf": "[libdefaults]\n default_realm = CORP.EXAMPLE.COM\n"})
+    status, _, answer = create(api, f"/api/v1/namespaces/{namespace}/configmaps", config_map)
+    assert status == 201, answer
+    job = copy_job(kerberized)
+    jobs = f"/apis/batch/v1/namespaces/{namespace}/jobs"
+    status, warnings, answer = create(api, jobs, job)
+    assert status == 201 and warnings == "", answer
+    selector = f"batch.kubernetes.io/job-name={job['metadata']['name']}"
+    [pod] = wait_for("the kerberized copy Job's pod",
+                     lambda: api.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=selector)["items"])
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    assert volumes["keytab"]["secret"]["defaultMode"] == 0o400
+    assert volumes["kerberos-config"]["configMap"]["name"] == config_map["metadata"]["name"]
+    encoded = base64.b64encode(keytab).decode()
+    for obj in (api.get(f"{jobs}/{job['metadata']['name']}"), pod, config_map):
+        assert encoded[:40] not in json.dumps(obj)

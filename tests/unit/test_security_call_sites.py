@@ -21,7 +21,7 @@ PRIMITIVES = frozenset({
     "write_plan", "read_plan", "check_switch", "check_unplanned", "check_copies", "unanswered", "cluster_storage",
     "update_unit_params", "relocate_changed", "switch_locations",
     "scan_drift", "repair_drift", "LocalLauncher", "WorkloadLauncher", "Popen"})
-K8S = frozenset({"apply", "delete", "read_secret", "read_secret_keys"})
+K8S = frozenset({"apply", "delete", "read_secret", "read_secret_keys", "read_secret_bytes"})
 ROW = re.compile(r"^\| `(?P<module>[^`]+)` \| `(?P<function>[^`]+)` \| `(?P<call>[^`]+)` \| (?P<guard>.+) \|$")
 
 

@@ -83,6 +83,10 @@ class LiveWorkloadPorts:
     def apply(self, manifest: dict[str, Any]) -> None:
         try:
             if self._config_map is not None:  # what the copy pod mounts for its realms, before the pod exists
+                name = self._config_map["metadata"]["name"]
+                found = k8s.get("v1", "ConfigMap", self.namespace, name)
+                if found is not None and not k8s.owned_by(found, self.uid):
+                    raise k8s.NameTaken("ConfigMap", self.namespace, name)
                 k8s.apply(self._config_map)
             k8s.apply(manifest)
         except ApiException as error:
