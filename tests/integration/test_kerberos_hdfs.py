@@ -90,6 +90,15 @@ def distcp(env: dict[str, str], source: str, target: str, *extra: str) -> subpro
                            "--engine", "local", *extra], capture_output=True, text=True, env=env, timeout=180)
 
 
+def at_once(target, arguments: list[tuple], timeout: float = 120) -> None:
+    """`target(*args)` for each of `arguments`, each on a thread of its own, all started before any is joined."""
+    threads = [threading.Thread(target=target, args=args) for args in arguments]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+
+
 def one_line(done: subprocess.CompletedProcess[str]) -> str:
     assert "Traceback" not in done.stderr, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
@@ -153,11 +162,7 @@ def test_two_principals_at_once_never_borrow_each_others_tickets(secured: Secure
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=write, args=(name, i)) for i in range(12) for name in ("alice", "bob")]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
+    at_once(write, [(name, i) for i in range(12) for name in ("alice", "bob")])
     assert not errors, errors
     listing = fs_shell(secured.source, secured.reader_cache, "-ls", "/teams")
     owners = {line.split()[-1].rsplit("/", 1)[1]: line.split()[2] for line in listing.splitlines()
@@ -251,11 +256,7 @@ def test_two_namespaces_logins_in_the_operator_stay_apart(secured: Secured, tmp_
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=write, args=(ns, i)) for i in range(8) for ns in ("team-a", "team-b")]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
+    at_once(write, [(ns, i) for i in range(8) for ns in ("team-a", "team-b")])
     assert not errors, errors
     assert secured.owners(secured.source, "/namespaces/team-a") == {"alice"}
     assert secured.owners(secured.source, "/namespaces/team-b") == {"bob"}

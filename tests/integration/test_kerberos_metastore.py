@@ -173,3 +173,17 @@ def test_a_login_that_cannot_work_is_one_line_and_changes_nothing(secured: Secur
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and words in lines[0], done.stderr
     assert secured.locations(lake) == before
+
+
+def test_route_over_sasl(secured: Secured, lake: str) -> None:
+    from hivecat.replication.registry import ClusterEntry, registry_document
+
+    registry = secured.work / f"clusters-{lake}.json"
+    registry.write_text(registry_document({"main": ClusterEntry("main", OLD), "dr": ClusterEntry("dr", NEW)}))
+    done = subprocess.run(
+        [sys.executable, "-m", "hivecat", "route", f"{lake}.orders", "--catalog", secured.hms.sasl_uri,
+         "--metastore-principal", METASTORE_PRINCIPAL, *secured.as_alice(), "--clusters", str(registry)],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, **secured.kdc.env, "KRB5CCNAME": f"FILE:{secured.work}/none.cc"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("main: main holds every input"), done.stdout

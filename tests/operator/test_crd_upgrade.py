@@ -90,3 +90,59 @@ def test_crds_upgrade_server_side_under_live_resources(kubectl: Client, namespac
     finally:
         kubectl("delete", "-n", namespace, "tablereplica", "orders", "--ignore-not-found", "--wait=false")
         kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_DIR))
+
+
+DR = {"apiVersion": "hivecatalog.io/v1alpha1", "kind": "ClusterStorage", "metadata": {"name": "dr"},
+      "spec": {"catalogRef": {"name": "sales"}, "filesystem": "hdfs://nn:8020", "repair": "Off"}}
+KERBEROS = {"principal": "etl-a@CORP.EXAMPLE.COM", "keytabSecretRef": {"name": "etl-keytab"}}
+
+
+def earlier_kerberos_crds() -> list[dict]:
+    """Today's ClusterStorage and CatalogPolicy CRDs as they were before Kerberos: no spec.kerberos in either, and
+    no rule about it."""
+    earlier = []
+    for name in ("clusterstorages.yaml", "catalogpolicies.yaml"):
+        crd = yaml.safe_load((CRD_DIR / name).read_text())
+        spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        del spec["properties"]["kerberos"]
+        spec["x-kubernetes-validations"] = [r for r in spec.get("x-kubernetes-validations", [])
+                                            if "kerberos" not in r["rule"]]
+        if not spec["x-kubernetes-validations"]:
+            del spec["x-kubernetes-validations"]
+        earlier.append(crd)
+    return earlier
+
+
+def test_the_kerberos_release_upgrades_under_live_resources(kubectl: Client, namespace: str, crds: None) -> None:
+    policy = {"apiVersion": "hivecatalog.io/v1alpha1", "kind": "CatalogPolicy",
+              "metadata": {"name": f"{namespace}-krb"}, "spec": {"namespaces": [namespace]}}
+    try:
+        for crd in earlier_kerberos_crds():
+            kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump(crd))
+        apply(kubectl, namespace, DR)
+        kubectl("apply", "-f", "-", stdin=yaml.safe_dump(policy))
+        before = (kubectl.json("get", "-n", namespace, "clusterstorage", "dr"),
+                  kubectl.json("get", "catalogpolicy", f"{namespace}-krb"))
+
+        kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_DIR))
+        kubectl("wait", "--for=condition=Established", "--timeout=30s", "-f", str(CRD_DIR))
+        after = (kubectl.json("get", "-n", namespace, "clusterstorage", "dr"),
+                 kubectl.json("get", "catalogpolicy", f"{namespace}-krb"))
+        assert [a["spec"] for a in after] == [b["spec"] for b in before]  # nothing lost or changed
+        apply(kubectl, namespace, {**DR, "spec": {**DR["spec"], "kerberos": KERBEROS}})
+        got = kubectl.json("get", "-n", namespace, "clusterstorage", "dr")["spec"]["kerberos"]
+        assert got == {**KERBEROS, "keytabSecretRef": {"name": "etl-keytab", "key": "keytab"}}  # its default
+        granted = {**policy, "spec": {**policy["spec"], "kerberos": {"principals": ["etl-*@CORP.EXAMPLE.COM"],
+                                                                     "keytabSecrets": ["etl-keytab"]}}}
+        kubectl("apply", "-f", "-", stdin=yaml.safe_dump(granted))
+        assert kubectl.json("get", "catalogpolicy", f"{namespace}-krb")["spec"]["kerberos"]["keytabSecrets"] == \
+            ["etl-keytab"]
+        on_s3 = {**DR, "metadata": {"name": "bucket"},
+                 "spec": {**DR["spec"], "filesystem": "s3://b/w", "kerberos": KERBEROS}}
+        refused = kubectl("apply", "-n", namespace, "-f", "-", stdin=yaml.safe_dump(on_s3), check=False)
+        assert refused.returncode != 0 and "applies to hdfs://" in refused.stderr, refused.stderr
+    finally:
+        kubectl("delete", "catalogpolicy", f"{namespace}-krb", "--ignore-not-found", "--wait=false")
+        kubectl("delete", "-n", namespace, "clusterstorage", "dr", "--ignore-not-found", "--wait=false")
+        kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_DIR))
+        kubectl("wait", "--for=condition=Established", "--timeout=30s", "-f", str(CRD_DIR))

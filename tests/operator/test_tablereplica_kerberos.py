@@ -16,17 +16,14 @@ Secret is never read.
 from __future__ import annotations
 
 import base64
-import os
-import textwrap
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore.ttypes import Database, FieldSchema, Partition
 from hivecat.catalog.hive_site import hive_site_xml
 from kube.clients import Client
 from support.hdfs import HdfsCluster, hadoop_jar_dir  # noqa: F401  (fixture by name)
+from support.clicks_table import READ, expected, write_table
 from support.hms_tables import hive_table, storage_descriptor
 from support.kdc import Kdc, kdc  # noqa: F401  (fixture by name)
 from support.kube_resources import apply, status_of, wait_for, wait_reason
@@ -35,22 +32,7 @@ from support.thrift_catalog import served_catalog
 
 DAYS = ("2026-11-01", "2026-11-02", "2026-11-03")
 ROW_CHARS = 200_000
-READ = textwrap.dedent("""
-    from pyspark.sql import SparkSession
-    spark = SparkSession.builder.master("local[1]").enableHiveSupport().getOrCreate()
-    rows = spark.sql("SELECT dt, count(*) AS n, sum(length(v)) AS chars FROM sales.clicks GROUP BY dt ORDER BY dt")
-    print("ROWS", [(r.dt, r.n, r.chars) for r in rows.collect()])
-    spark.stop()
-""")
-EXPECTED = "ROWS " + str([(day, 2, 2 * ROW_CHARS) for day in DAYS])
-
-
-def write_table(table_dir: Path) -> None:
-    for day in DAYS:
-        part = table_dir / f"dt={day}"
-        part.mkdir(parents=True)
-        values = [os.urandom(ROW_CHARS // 2).hex() for _ in range(2)]
-        pq.write_table(pa.table({"v": pa.array(values, pa.string())}), part / "part-00000.parquet")
+EXPECTED = expected(DAYS, ROW_CHARS)
 
 
 def storage(name: str, filesystem: str, kerberos: dict | None = None) -> dict:
@@ -88,7 +70,7 @@ def test_a_replica_on_kerberized_hdfs_syncs_as_its_own_principal_and_fails_over(
 
         main = tmp_path / "clusters" / "main"
         table_dir = main / "warehouse" / "sales.db" / "clicks"
-        write_table(table_dir)
+        write_table(table_dir, DAYS, ROW_CHARS)
         lake = f"{hdfs.uri}/lake"
         env = {"HIVECAT_WEBHDFS_ENDPOINTS": f"{hdfs.authority}={hdfs.http_url}",
                "HIVECAT_WEBHDFS_CA_BUNDLE": str(security.ca_bundle), "HIVECAT_JOURNAL_SCHEMA": journal,

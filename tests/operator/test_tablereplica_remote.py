@@ -19,12 +19,9 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import textwrap
 from pathlib import Path
 
 import boto3
-import pyarrow as pa
-import pyarrow.parquet as pq
 import sqlalchemy as sa
 from hivecat.copy.listing import STAGING_PREFIX
 from hivecat.copy.manifest import MANIFEST_NAME
@@ -35,6 +32,7 @@ from hmsclient.genthrift.hive_metastore.ttypes import Database, FieldSchema, Par
 from kube.clients import Client
 from kube.operator import HIVECAT
 from support.hdfs import HdfsCluster, hadoop_jar_dir, hdfs_cluster  # noqa: F401  (fixtures by name)
+from support.clicks_table import READ, expected, write_table
 from support.hms_tables import hive_table, storage_descriptor
 from support.kube_resources import apply, status_of, wait_for, wait_reason
 from support.procs import processes
@@ -44,23 +42,8 @@ from support.thrift_catalog import served_catalog
 DAYS = ("2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04")
 BUCKET = "dr-bucket"
 LEAKY_PASSWORD = "journal-password-the-copies-never-see"
-READ = textwrap.dedent("""
-    from pyspark.sql import SparkSession
-    spark = SparkSession.builder.master("local[1]").enableHiveSupport().getOrCreate()
-    rows = spark.sql("SELECT dt, count(*) AS n, sum(length(v)) AS chars FROM sales.clicks GROUP BY dt ORDER BY dt")
-    print("ROWS", [(r.dt, r.n, r.chars) for r in rows.collect()])
-    spark.stop()
-""")
 ROW_CHARS = 700_000  # hex of random bytes: Parquet barely compresses it, so a partition is ~1.4 MB on disk
-EXPECTED = "ROWS " + str([(day, 2, 2 * ROW_CHARS) for day in DAYS])
-
-
-def write_table(table_dir: Path) -> None:
-    for day in DAYS:
-        part = table_dir / f"dt={day}"
-        part.mkdir(parents=True)
-        values = [os.urandom(ROW_CHARS // 2).hex() for _ in range(2)]
-        pq.write_table(pa.table({"v": pa.array(values, pa.string())}), part / "part-00000.parquet")
+EXPECTED = expected(DAYS, ROW_CHARS)
 
 
 def storage(name: str, filesystem: str) -> dict:
@@ -91,7 +74,7 @@ def test_copies_on_s3_and_hdfs_failover_to_hdfs_and_a_copy_killed_mid_run(
     main, slow = tmp_path / "clusters" / "main", tmp_path / "clusters" / "slow"
     slow.mkdir(parents=True)
     table_dir = main / "warehouse" / "sales.db" / "clicks"
-    write_table(table_dir)
+    write_table(table_dir, DAYS, ROW_CHARS)
     boto3.client("s3", endpoint_url=moto.endpoint, region_name=moto.region).create_bucket(Bucket=BUCKET)
     hdfs = f"{hdfs_cluster.uri}/lake"
     endpoints = f"{hdfs_cluster.authority}=http://127.0.0.1:{hdfs_cluster.http_port}"
