@@ -19,12 +19,10 @@ import base64
 from pathlib import Path
 
 from hmsclient import hmsclient
-from hmsclient.genthrift.hive_metastore.ttypes import Database, FieldSchema, Partition
 from hivecat.catalog.hive_site import hive_site_xml
 from kube.clients import Client
 from support.hdfs import HdfsCluster, hadoop_jar_dir  # noqa: F401  (fixture by name)
-from support.clicks_table import READ, expected, write_table
-from support.hms_tables import hive_table, storage_descriptor
+from support.clicks_table import READ, expected, register, write_table
 from support.kdc import Kdc, kdc  # noqa: F401  (fixture by name)
 from support.kube_resources import apply, status_of, wait_for, wait_reason
 from support.secure_hdfs import HdfsSecurity, fs_shell
@@ -86,13 +84,7 @@ def test_a_replica_on_kerberized_hdfs_syncs_as_its_own_principal_and_fails_over(
             "spark.kerberos.principal": principal, "spark.kerberos.keytab": str(keytab),
             "spark.driver.extraJavaOptions": " ".join(kdc.jvm_options)}
         with served_catalog(kubectl, namespace, metastore_db, tmp_path, extra_spark_conf=spark_kerberos) as served:
-            with hmsclient.HMSClient(host="127.0.0.1", port=served.port) as client:
-                client.create_database(Database("sales", "", f"file://{main}/warehouse/sales.db", {}))
-                client.create_table(hive_table("sales", "clicks", f"file://{table_dir}",
-                                               keys=[FieldSchema("dt", "string", "")]))
-                client.add_partitions([Partition(values=[day], dbName="sales", tableName="clicks", parameters={},
-                                                 sd=storage_descriptor(f"file://{table_dir}/dt={day}"))
-                                       for day in DAYS])
+            register(served.port, main / "warehouse" / "sales.db", table_dir, DAYS)
             login = {"principal": principal, "keytabSecretRef": {"name": "etl-keytab"},
                      "webhdfsPrincipal": "HTTP/_HOST@HIVECAT.TEST"}
             apply(kubectl, namespace, storage("main", f"file://{main}"), storage("krbdr", lake, login))

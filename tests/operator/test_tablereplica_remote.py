@@ -28,12 +28,10 @@ from hivecat.copy.manifest import MANIFEST_NAME
 from hivecat.copy.storage import S3Settings, Storage, WebHdfsSettings, parse_uri
 from hivecat.replication.bookkeeping import replica_key
 from hmsclient import hmsclient
-from hmsclient.genthrift.hive_metastore.ttypes import Database, FieldSchema, Partition
 from kube.clients import Client
 from kube.operator import HIVECAT
 from support.hdfs import HdfsCluster, hadoop_jar_dir, hdfs_cluster  # noqa: F401  (fixtures by name)
-from support.clicks_table import READ, expected, write_table
-from support.hms_tables import hive_table, storage_descriptor
+from support.clicks_table import READ, expected, register, write_table
 from support.kube_resources import apply, status_of, wait_for, wait_reason
 from support.procs import processes
 from support.services import MotoServer
@@ -90,13 +88,7 @@ def test_copies_on_s3_and_hdfs_failover_to_hdfs_and_a_copy_killed_mid_run(
                           {"prefix": hdfs, "ambientCredentials": True}]}
     operator = run_operator(namespace, env=env, grants=grants)
     with served_catalog(kubectl, namespace, metastore_db, tmp_path) as served:
-        with hmsclient.HMSClient(host="127.0.0.1", port=served.port) as client:
-            client.create_database(Database("sales", "", f"file://{main}/warehouse/sales.db", {}))
-            client.create_table(hive_table("sales", "clicks", f"file://{table_dir}",
-                                           keys=[FieldSchema("dt", "string", "")]))
-            client.add_partitions([Partition(values=[day], dbName="sales", tableName="clicks", parameters={},
-                                             sd=storage_descriptor(f"file://{table_dir}/dt={day}"))
-                                   for day in DAYS])
+        register(served.port, main / "warehouse" / "sales.db", table_dir, DAYS)
         assert served.spark(READ).stdout.count(EXPECTED) == 1
         clusters = {"main": f"file://{main}", "s3dr": f"s3://{BUCKET}/lake", "hdfsdr": hdfs, "slow": f"file://{slow}"}
         apply(kubectl, namespace, *(storage(name, fs) for name, fs in clusters.items()))

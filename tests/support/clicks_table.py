@@ -29,6 +29,20 @@ def write_table(table_dir: Path, days: Sequence[str], row_chars: int) -> None:
         pq.write_table(pa.table({"v": pa.array(values, pa.string())}), part / "part-00000.parquet")
 
 
+def register(port: int, database_dir: Path, table_dir: Path, days: Sequence[str]) -> None:
+    """Database `sales` and table `clicks` (one partition per day) in the metastore at 127.0.0.1:`port`, over
+    Thrift, as a loader would add them."""
+    from hmsclient import hmsclient
+    from hmsclient.genthrift.hive_metastore.ttypes import Database, FieldSchema, Partition
+    from support.hms_tables import hive_table, storage_descriptor
+
+    with hmsclient.HMSClient(host="127.0.0.1", port=port) as client:
+        client.create_database(Database("sales", "", f"file://{database_dir}", {}))
+        client.create_table(hive_table("sales", "clicks", f"file://{table_dir}", keys=[FieldSchema("dt", "string", "")]))
+        client.add_partitions([Partition(values=[day], dbName="sales", tableName="clicks", parameters={},
+                                         sd=storage_descriptor(f"file://{table_dir}/dt={day}")) for day in days])
+
+
 def expected(days: Sequence[str], row_chars: int) -> str:
     """The line READ prints when every row of every day is read."""
     return "ROWS " + str([(day, 2, 2 * row_chars) for day in days])

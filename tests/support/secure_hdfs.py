@@ -23,17 +23,13 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hivecat.catalog.hive_site import hive_site_xml
 from hivecat.jvm import JAVA_MODULE_OPTIONS
 from hivecat.local.hadoop import hadoop_jars, java_executable
 from support.hdfs import HdfsCluster
 from support.kdc import Kdc
 
 HOST = "localhost"  # the name in the service principals and the certificate; clients dial it
-
-
-def _site(properties: dict[str, str]) -> str:
-    rows = "".join(f"  <property><name>{k}</name><value>{v}</value></property>\n" for k, v in properties.items())
-    return f"<?xml version=\"1.0\"?>\n<configuration>\n{rows}</configuration>\n"
 
 
 @dataclass
@@ -73,12 +69,12 @@ class HdfsSecurity:
                              check=True, capture_output=True, text=True, timeout=60).stdout
         self.ca_bundle.write_text(pem)
         self.conf_dir.mkdir(exist_ok=True)
-        (self.conf_dir / "ssl-server.xml").write_text(_site({
+        (self.conf_dir / "ssl-server.xml").write_text(hive_site_xml({
             "ssl.server.keystore.location": str(store), "ssl.server.keystore.password": self.password,
             "ssl.server.keystore.keypassword": self.password, "ssl.server.keystore.type": "jks",
             "ssl.server.truststore.location": str(store), "ssl.server.truststore.password": self.password,
             "ssl.server.truststore.type": "jks"}))
-        (self.conf_dir / "ssl-client.xml").write_text(_site({
+        (self.conf_dir / "ssl-client.xml").write_text(hive_site_xml({
             "ssl.client.truststore.location": str(store), "ssl.client.truststore.password": self.password,
             "ssl.client.truststore.type": "jks"}))
 
@@ -116,7 +112,7 @@ def fs_shell(cluster: HdfsCluster, ccache: str, *args: str, timeout: float = 120
             "dfs.data.transfer.protection": security.protection, "dfs.block.access.token.enable": "true"}
     client = security.workdir / f"client-{cluster.rpc_port}"  # a client's own core-site.xml, as on an edge node
     client.mkdir(exist_ok=True)
-    (client / "core-site.xml").write_text(_site(conf))
+    (client / "core-site.xml").write_text(hive_site_xml(conf))
     (client / "ssl-client.xml").write_text((security.conf_dir / "ssl-client.xml").read_text())
     command = [java_executable(), "-Xmx256m", *JAVA_MODULE_OPTIONS, *security.jvm_options,
                "-cp", f"{client}:{cluster.jars or hadoop_jars()}/*", "org.apache.hadoop.fs.FsShell", *args]
