@@ -46,6 +46,12 @@ class SecretValue:
     resource_version: str
 
 
+@dataclass(frozen=True)
+class SecretBytes:
+    value: bytes = field(repr=False)
+    resource_version: str
+
+
 _making_client = threading.Lock()
 
 
@@ -289,13 +295,14 @@ def read_secret(namespace: str, name: str, key: str) -> SecretValue:
     return SecretValue(_decoded(namespace, name, key, data), secret["metadata"]["resourceVersion"])
 
 
-def read_secret_bytes(namespace: str, name: str, key: str) -> bytes:
+def read_secret_bytes(namespace: str, name: str, key: str) -> SecretBytes:
     """One key of a Secret as bytes (a keytab is binary). Messages name the Secret and key, never a value."""
-    data = _secret(namespace, name).get("data") or {}
+    secret = _secret(namespace, name)
+    data = secret.get("data") or {}
     if key not in data:
         raise SecretUnavailable(reasons.SECRET_KEY_NOT_FOUND, f"Secret {namespace}/{name} has no key {key!r}")
     try:
-        return base64.b64decode(data[key])
+        return SecretBytes(base64.b64decode(data[key]), secret["metadata"]["resourceVersion"])
     except ValueError:
         raise SecretUnavailable(reasons.SECRET_KEY_NOT_FOUND,
                                 f"key {key!r} of Secret {namespace}/{name} is not base64") from None

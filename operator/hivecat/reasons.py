@@ -72,6 +72,7 @@ INVALID_SCHEDULE: Final = "InvalidSchedule"                 # TableReplica spec.
 SECRET_NOT_FOUND: Final = "SecretNotFound"
 SECRET_FORBIDDEN: Final = "SecretForbidden"                 # the operator may not read it (RBAC)
 SECRET_KEY_NOT_FOUND: Final = "SecretKeyNotFound"           # no such key, or not UTF-8 text
+KEYTAB_MISMATCH: Final = "KeytabMismatch"                   # the key holds no keytab, or none for the principal
 
 # --- a catalog's backends: probes (catalog.probes) and opening a catalog (catalog.connect) ------------------
 REACHABLE: Final = "Reachable"                              # BackendReachable True

@@ -95,13 +95,18 @@ def test_crds_upgrade_server_side_under_live_resources(kubectl: Client, namespac
 DR = {"apiVersion": "hivecatalog.io/v1alpha1", "kind": "ClusterStorage", "metadata": {"name": "dr"},
       "spec": {"catalogRef": {"name": "sales"}, "filesystem": "hdfs://nn:8020", "repair": "Off"}}
 KERBEROS = {"principal": "etl-a@CORP.EXAMPLE.COM", "keytabSecretRef": {"name": "etl-keytab"}}
+SALES = {"apiVersion": "hivecatalog.io/v1alpha1", "kind": "HiveCatalog", "metadata": {"name": "sales"},
+         "spec": {"database": {"type": "mariadb", "host": "db", "name": "hive", "user": "hive",
+                               "passwordSecretRef": {"name": "sales-db"}}}}
+METASTORE_KERBEROS = {**KERBEROS, "metastorePrincipal": "hive/_HOST@CORP.EXAMPLE.COM",
+                      "metastoreKeytabSecretRef": {"name": "hive-keytab"}}
 
 
 def earlier_kerberos_crds() -> list[dict]:
-    """Today's ClusterStorage and CatalogPolicy CRDs as they were before Kerberos: no spec.kerberos in either, and
-    no rule about it."""
+    """Today's ClusterStorage, CatalogPolicy and HiveCatalog CRDs as they were before Kerberos: no spec.kerberos in
+    any, and no rule about it."""
     earlier = []
-    for name in ("clusterstorages.yaml", "catalogpolicies.yaml"):
+    for name in ("clusterstorages.yaml", "catalogpolicies.yaml", "hivecatalogs.yaml"):
         crd = yaml.safe_load((CRD_DIR / name).read_text())
         spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
         del spec["properties"]["kerberos"]
@@ -119,16 +124,22 @@ def test_the_kerberos_release_upgrades_under_live_resources(kubectl: Client, nam
     try:
         for crd in earlier_kerberos_crds():
             kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump(crd))
-        apply(kubectl, namespace, DR)
+        apply(kubectl, namespace, DR, SALES)
         kubectl("apply", "-f", "-", stdin=yaml.safe_dump(policy))
         before = (kubectl.json("get", "-n", namespace, "clusterstorage", "dr"),
-                  kubectl.json("get", "catalogpolicy", f"{namespace}-krb"))
+                  kubectl.json("get", "catalogpolicy", f"{namespace}-krb"),
+                  kubectl.json("get", "-n", namespace, "hivecatalog", "sales"))
 
         kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_DIR))
         kubectl("wait", "--for=condition=Established", "--timeout=30s", "-f", str(CRD_DIR))
         after = (kubectl.json("get", "-n", namespace, "clusterstorage", "dr"),
-                 kubectl.json("get", "catalogpolicy", f"{namespace}-krb"))
+                 kubectl.json("get", "catalogpolicy", f"{namespace}-krb"),
+                 kubectl.json("get", "-n", namespace, "hivecatalog", "sales"))
         assert [a["spec"] for a in after] == [b["spec"] for b in before]  # nothing lost or changed
+        apply(kubectl, namespace, {**SALES, "spec": {**SALES["spec"], "kerberos": METASTORE_KERBEROS}})
+        assert kubectl.json("get", "-n", namespace, "hivecatalog", "sales")["spec"]["kerberos"] == {
+            **METASTORE_KERBEROS, "keytabSecretRef": {"name": "etl-keytab", "key": "keytab"},
+            "metastoreKeytabSecretRef": {"name": "hive-keytab", "key": "keytab"}}  # the defaults
         apply(kubectl, namespace, {**DR, "spec": {**DR["spec"], "kerberos": KERBEROS}})
         got = kubectl.json("get", "-n", namespace, "clusterstorage", "dr")["spec"]["kerberos"]
         assert got == {**KERBEROS, "keytabSecretRef": {"name": "etl-keytab", "key": "keytab"}}  # its default
@@ -144,5 +155,6 @@ def test_the_kerberos_release_upgrades_under_live_resources(kubectl: Client, nam
     finally:
         kubectl("delete", "catalogpolicy", f"{namespace}-krb", "--ignore-not-found", "--wait=false")
         kubectl("delete", "-n", namespace, "clusterstorage", "dr", "--ignore-not-found", "--wait=false")
+        kubectl("delete", "-n", namespace, "hivecatalog", "sales", "--ignore-not-found", "--wait=false")
         kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_DIR))
         kubectl("wait", "--for=condition=Established", "--timeout=30s", "-f", str(CRD_DIR))

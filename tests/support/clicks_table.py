@@ -11,6 +11,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hivecat.catalog.targets import ThriftSasl
+from hivecat.catalog.thrift.transport import metastore_client
+
 READ = textwrap.dedent("""
     from pyspark.sql import SparkSession
     spark = SparkSession.builder.master("local[1]").enableHiveSupport().getOrCreate()
@@ -29,14 +32,14 @@ def write_table(table_dir: Path, days: Sequence[str], row_chars: int) -> None:
         pq.write_table(pa.table({"v": pa.array(values, pa.string())}), part / "part-00000.parquet")
 
 
-def register(port: int, database_dir: Path, table_dir: Path, days: Sequence[str]) -> None:
-    """Database `sales` and table `clicks` (one partition per day) in the metastore at 127.0.0.1:`port`, over
-    Thrift, as a loader would add them."""
-    from hmsclient import hmsclient
+def register(port: int, database_dir: Path, table_dir: Path, days: Sequence[str], sasl: ThriftSasl | None = None
+             ) -> None:
+    """Database `sales` and table `clicks` (one partition per day) in the metastore at 127.0.0.1:`port` (kerberized,
+    `sasl`: localhost:`port`), over Thrift, as a loader would add them."""
     from hmsclient.genthrift.hive_metastore.ttypes import Database, FieldSchema, Partition
     from support.hms_tables import hive_table, storage_descriptor
 
-    with hmsclient.HMSClient(host="127.0.0.1", port=port) as client:
+    with metastore_client("localhost" if sasl else "127.0.0.1", port, sasl) as client:
         client.create_database(Database("sales", "", f"file://{database_dir}", {}))
         client.create_table(hive_table("sales", "clicks", f"file://{table_dir}", keys=[FieldSchema("dt", "string", "")]))
         client.add_partitions([Partition(values=[day], dbName="sales", tableName="clicks", parameters={},

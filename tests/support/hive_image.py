@@ -59,8 +59,10 @@ class StandInImage:
         self._script("schematool", prelude + f'exec {java} {release.schema_tool} "$@"\n')
         conf = " ".join(f"--hiveconf {shlex.quote(f'{k}={v}')}" for k, v in {**STANDALONE_CONF, **release.conf}.items())
         # `hive --service metastore ARGS`: the image's launcher; here the metastore's main class directly.
+        # bin/ext/metastore.sh puts HIVE_METASTORE_HADOOP_OPTS into HADOOP_OPTS, which hadoop's launcher gives the JVM
         self._script("hive", prelude + '[ "$1" = --service ] && [ "$2" = metastore ] && shift 2\n'
-                     f'exec {java} {HMS_MAIN_CLASS} -p "${STANDIN_PORT_ENV}" {conf} "$@"\n')
+                     f'exec {java} $HIVE_METASTORE_HADOOP_OPTS $HADOOP_OPTS {HMS_MAIN_CLASS} -p "${STANDIN_PORT_ENV}" '
+                     f'{conf} "$@"\n')
 
     def _hcatalog(self, release: HiveRelease, metastore_home: Path) -> None:
         """DbNotificationListener where Apache Hive's binary distribution keeps it: the release's own (3.1.3), or
@@ -78,13 +80,23 @@ class StandInImage:
         path.chmod(0o755)
 
     def environment(self, container: Mapping[str, Any], secrets: Mapping[tuple[str, str], str],
-                    conf_dir: Path, extra: Mapping[str, str] = {}) -> dict[str, str]:
-        """The container's env as the kubelet resolves it, with HIVE_HOME and HIVE_CONF_DIR pointing here."""
+                    conf_dir: Path, extra: Mapping[str, str] = {}, mounts: Mapping[str, Path] = {}
+                    ) -> dict[str, str]:
+        """The container's env as the kubelet resolves it, with HIVE_HOME and HIVE_CONF_DIR pointing here, and
+        every other path of a volume mount (`mounts`: mount path in the pod → directory here) where it is here."""
         env = {"PATH": os.environ["PATH"], "HOME": str(self.root), **extra,
                **container_env(dict(container), lambda name, key: secrets[(name, key)])}
+        pod_conf_dir = env.get("HIVE_CONF_DIR")
         env["HIVE_HOME"], env["HIVE_CONF_DIR"] = str(self.home), str(conf_dir)
-        # $(HIVE_HOME) in a later variable: the kubelet expands it from the container's own HIVE_HOME
-        return {name: value.replace("$(HIVE_HOME)", env["HIVE_HOME"]) for name, value in env.items()}
+        here = {**({pod_conf_dir: Path(conf_dir)} if pod_conf_dir else {}), **mounts}
+        resolved = {}
+        for name, value in env.items():
+            # $(HIVE_HOME) in a later variable: the kubelet expands it from the container's own HIVE_HOME
+            value = value.replace("$(HIVE_HOME)", env["HIVE_HOME"])
+            for pod_path, path in here.items():
+                value = value.replace(pod_path + "/", f"{path}/")
+            resolved[name] = value
+        return resolved
 
     @staticmethod
     def conf_dir(root: Path, files: Mapping[str, str]) -> Path:

@@ -136,6 +136,16 @@ class Kdc:
         os.chmod(path, 0o600)
         return path
 
+    def issued(self, since: int = 0) -> list[str]:
+        """The service tickets issued from byte `since` of the KDC's log on, as 'client for service' (the log's
+        own words): who asked to reach what. `len(self.log.read_bytes())` marks a point to read from."""
+        text = self.log.read_bytes()[since:].decode(errors="replace") if self.log.exists() else ""
+        return [line.rsplit(", ", 1)[-1] for line in text.splitlines() if "TGS_REQ" in line and "ISSUE" in line]
+
+    @property
+    def log(self) -> Path:
+        return self.workdir / "kdc.log"
+
     def kinit(self, principal: str, keytab: Path, ccache: str, *, lifetime: str | None = None) -> None:
         """A ticket in `ccache` (kinit, as a user would), e.g. lifetime '5s' for one that soon expires."""
         args = [_tool("kinit"), "-kt", str(keytab), *(["-l", lifetime] if lifetime else []), self.qualified(principal)]

@@ -20,8 +20,11 @@ import os
 import ssl
 import subprocess
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
 
 from hivecat.catalog.hive_site import hive_site_xml
 from hivecat.jvm import JAVA_MODULE_OPTIONS
@@ -96,7 +99,24 @@ class HdfsSecurity:
             "dfs.namenode.https-address": f"127.0.0.1:{https_port}",
             "dfs.namenode.https-bind-host": "127.0.0.1",
             "dfs.datanode.https.address": "127.0.0.1:0",
+            # a kerberized metastore acts on HDFS as its caller (Hive's doAs), as production namenodes allow it
+            "hadoop.proxyuser.hive.hosts": "*", "hadoop.proxyuser.hive.groups": "*",
         }
+
+    def spark_conf(self, principal: str, keytab: Path) -> dict[str, str]:
+        """spark-defaults of a Spark job on this cluster as `principal`: Spark's own login (spark.kerberos.*)."""
+        return {"spark.hadoop.hadoop.security.authentication": "kerberos",
+                "spark.hadoop.dfs.namenode.kerberos.principal": self.service,
+                "spark.hadoop.dfs.data.transfer.protection": self.protection,
+                "spark.kerberos.principal": principal, "spark.kerberos.keytab": str(keytab),
+                "spark.driver.extraJavaOptions": " ".join(self.kdc.jvm_options)}
+
+    @staticmethod
+    def core_site(spark_conf: dict[str, str]) -> str:
+        """The core-site.xml an edge node has beside spark-defaults: Spark's Hadoop client logs in (spark.kerberos.*)
+        only where Hadoop's configuration on its class path says the cluster is kerberized."""
+        return hive_site_xml({key.removeprefix("spark.hadoop."): value for key, value in spark_conf.items()
+                              if key.startswith("spark.hadoop.")})
 
     def ssl_context(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=str(self.ca_bundle))
@@ -121,3 +141,14 @@ def fs_shell(cluster: HdfsCluster, ccache: str, *args: str, timeout: float = 120
     if done.returncode != 0:
         raise RuntimeError(f"hdfs dfs {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return done.stdout
+
+
+@pytest.fixture
+def kerberized_hdfs(kdc: Kdc, hadoop_jar_dir: Path, tmp_path: Path) -> Iterator[HdfsCluster]:
+    """A kerberized MiniDFSCluster of the test's own (`.security`: its HdfsSecurity), stopped after the test."""
+    cluster = HdfsCluster(tmp_path / "hdfs", jars=hadoop_jar_dir, security=HdfsSecurity(kdc, tmp_path / "security"))
+    cluster.start(format=True)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

@@ -11,16 +11,7 @@ from hivecat.kerberos import keytab
 from hivecat.kerberos.errors import KerberosError, explain
 from hivecat.kerberos.login import KerberosLogin, credentials
 from hivecat.kerberos.spnego import service_principal
-
-
-def entry(realm: str, *components: str, version: int = 2, key: bytes = b"k" * 32) -> bytes:
-    order = ">" if version == 2 else "<"
-    count = len(components) + (1 if version == 1 else 0)
-    body = struct.pack(f"{order}H", count)
-    for part in (realm, *components):
-        body += struct.pack(f"{order}H", len(part)) + part.encode()
-    body += struct.pack(f"{order}IIB", 1, 1700000000, 2) + struct.pack(f"{order}HH", 18, len(key)) + key
-    return struct.pack(f"{order}i", len(body)) + body
+from support.keytabs import entry
 
 
 def test_keytab_principals_in_both_versions_with_holes() -> None:

@@ -4,7 +4,6 @@ phase, and that no password reaches any manifest, condition message or Event. Al
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -13,20 +12,16 @@ import pytest
 from hivecat.catalog.connect import CatalogUnavailable
 from hivecat.catalog.probes import ProbeResult
 from hivecat.catalog.schema_version import SchemaState
-from hivecat.apierrors import SecretUnavailable
 from hivecat.reconcile.conditions import Condition, merge
 from hivecat.act.hivecatalog import Pass
 from hivecat.reconcile.hivecatalog import SHORT_WAIT, Outcome, previous_mode
 from hivecat.specs.mode import GLUE_CLIENT_FACTORY
 from hivecat.reconcile.policy import WorkloadPolicy
 from hivecat.specs import HiveCatalogSpec, parse_hive_catalog
+from support.catalog_ports import AWS_KEY, AWS_SECRET, PASSWORD, FakePorts
 
 IMAGE = "apache/hive:3.1.3"
 FACTORY = {"hive.metastore.client.factory.class": GLUE_CLIENT_FACTORY}
-PASSWORD = "db-Pa55-w0rd-xyz"  # the database Secret's value: it must appear nowhere
-AWS_KEY, AWS_SECRET = "AKIAFAKEKEYID0001", "aws-secret-Key-0123456789"
-OK = ProbeResult(True, "Reachable", "answers")
-CURRENT = SchemaState(True, "3.1.0", 1)
 EMPTY = SchemaState(False, None, 0)
 BEHIND = SchemaState(True, "2.3.0", 1)
 INIT_JOB = "sales-schema-init-3-1-0"
@@ -65,77 +60,6 @@ def hybrid() -> HiveCatalogSpec:
 
 def derby() -> HiveCatalogSpec:
     return parse({"database": {"type": "derby"}})
-
-
-class FakePorts:
-    """Records every call; `objects` is the cluster as (kind, name) → object."""
-
-    def __init__(self, *, secrets: dict[tuple[str, str], str] | None = None, sql: ProbeResult = OK,
-                 schema: SchemaState | Exception = CURRENT, thrift: ProbeResult = OK, glue: ProbeResult = OK,
-                 glue_default: ProbeResult = OK, ready_replicas: int = 1) -> None:
-        self.secrets = {("sales-db", "password"): PASSWORD, ("aws", "AWS_ACCESS_KEY_ID"): AWS_KEY,
-                        ("aws", "AWS_SECRET_ACCESS_KEY"): AWS_SECRET} if secrets is None else secrets
-        self.sql, self.schema, self.thrift, self.glue, self.glue_default = sql, schema, thrift, glue, glue_default
-        self.ready_replicas = ready_replicas
-        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
-        self.applied: list[dict[str, Any]] = []
-        self.deleted: list[tuple[str, str]] = []
-        self.calls: list[str] = []
-
-    def read_secret(self, name: str, key: str) -> tuple[str, str]:
-        self.calls.append("read_secret")
-        if not any(n == name for n, _ in self.secrets):
-            raise SecretUnavailable("SecretNotFound", f"Secret data/{name} does not exist")
-        if (name, key) not in self.secrets:
-            raise SecretUnavailable("SecretKeyNotFound", f"Secret data/{name} has no key {key!r}")
-        return self.secrets[name, key], "17"
-
-    def probe_sql(self, target: Any, password: str) -> ProbeResult:
-        assert password == PASSWORD
-        self.calls.append("probe_sql")
-        return self.sql
-
-    def read_schema(self, target: Any, password: str) -> SchemaState:
-        self.calls.append("read_schema")
-        if isinstance(self.schema, Exception):
-            raise self.schema
-        return self.schema
-
-    def probe_thrift(self, spec: HiveCatalogSpec, service: Any) -> ProbeResult:
-        self.calls.append("probe_thrift")
-        return self.thrift
-
-    def probe_glue(self, spec: HiveCatalogSpec, credentials: tuple[str, str] | None) -> ProbeResult:
-        assert credentials == (AWS_KEY, AWS_SECRET)
-        self.calls.append("probe_glue")
-        return self.glue
-
-    def ensure_glue_default(self, spec: HiveCatalogSpec, credentials: tuple[str, str] | None) -> ProbeResult:
-        self.calls.append("ensure_glue_default")
-        return self.glue_default
-
-    def get(self, api_version: str, kind: str, name: str) -> dict[str, Any] | None:
-        found = self.objects.get((kind, name))
-        return copy.deepcopy(found) if found is not None else None
-
-    def apply(self, manifest: dict[str, Any]) -> dict[str, Any]:
-        self.applied.append(copy.deepcopy(manifest))
-        key = (manifest["kind"], manifest["metadata"]["name"])
-        stored = copy.deepcopy(manifest)
-        stored["status"] = (self.objects.get(key) or {}).get("status") or {}
-        if manifest["kind"] == "Deployment":
-            stored["status"] = {"readyReplicas": self.ready_replicas}
-        self.objects[key] = stored
-        return copy.deepcopy(stored)
-
-    def delete(self, api_version: str, kind: str, name: str) -> bool:
-        self.calls.append("delete")
-        self.deleted.append((kind, name))
-        return self.objects.pop((kind, name), None) is not None
-
-    # -- what the tests look at --
-    def made(self) -> list[tuple[str, str]]:
-        return [(m["kind"], m["metadata"]["name"]) for m in self.applied]
 
 
 def run(spec: HiveCatalogSpec, ports: FakePorts, *, previous: str | None = None,

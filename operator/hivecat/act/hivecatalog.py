@@ -18,6 +18,7 @@ rollout), while the timer covers everything else. Every outcome states `Ready` e
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, NoReturn, Protocol
@@ -27,12 +28,15 @@ from hivecat.apierrors import NameTaken, SecretUnavailable
 from hivecat.catalog.connect import CatalogUnavailable
 from hivecat.catalog.probes import ProbeResult
 from hivecat.catalog.schema_version import SchemaState
-from hivecat.catalog.targets import SqlTarget
+from hivecat.catalog.targets import SqlTarget, ThriftSasl
+from hivecat.kerberos import keytab as keytab_file
+from hivecat.kerberos.login import KerberosLogin
 from hivecat.reconcile.conditions import FALSE, TRUE, UNKNOWN, Condition
 from hivecat.reconcile.hivecatalog import (GLUE, HYBRID, MODE_WARNING, READY, REACHABLE, SCHEMA_READY, SHORT_WAIT,
                                           THRIFT, Event, GlueKeys, Outcome, job_state)
 from hivecat.reconcile.policy import WorkloadPolicy
 from hivecat.specs.hivecatalog import HiveCatalogSpec
+from hivecat.specs.kerberos import KerberosSpec
 from hivecat.workloads.client_config import client_config_map
 from hivecat.workloads.discovery import discovery_config_map
 from hivecat.workloads.metastore import (
@@ -48,7 +52,12 @@ class Ports(Protocol):
     def read_secret(self, name: str, key: str) -> tuple[str, str]: ...  # (value, resourceVersion) or SecretUnavailable
     def probe_sql(self, target: SqlTarget, password: str) -> ProbeResult: ...
     def read_schema(self, target: SqlTarget, password: str) -> SchemaState: ...
-    def probe_thrift(self, spec: HiveCatalogSpec, service: Mapping[str, Any]) -> ProbeResult: ...
+    # sasl: a kerberized metastore (spec.kerberos), reached as the catalog's login
+    def probe_thrift(self, spec: HiveCatalogSpec, service: Mapping[str, Any], sasl: ThriftSasl | None
+                     ) -> ProbeResult: ...
+    def read_keytab(self, name: str, key: str) -> tuple[bytes, str]: ...  # (bytes, resourceVersion) or SecretUnavailable
+    def login(self, kerberos: KerberosSpec, keytab: bytes) -> KerberosLogin: ...  # the namespace's, never ambient
+    def krb5_conf(self) -> str | None: ...  # the operator's realms and KDCs, for the metastore's pods
     def probe_glue(self, spec: HiveCatalogSpec, credentials: GlueKeys | None) -> ProbeResult: ...
     def ensure_glue_default(self, spec: HiveCatalogSpec, credentials: GlueKeys | None) -> ProbeResult: ...
     # spec.glue.roleArn's keys, assumed with the operator's identity (the policy granted the role), or why not
@@ -69,6 +78,16 @@ class _Database:
     target: SqlTarget
     password: str
     secret_version: str
+
+
+@dataclass(frozen=True)
+class _Kerberos:
+    """A kerberized metastore as the checks found it: how the operator reaches it, the version of its keytab's
+    Secret (a rotation rolls the pods), and the realms its pods get."""
+
+    sasl: ThriftSasl
+    keytab_version: str
+    krb5_conf: str | None
 
 
 class Pass:
@@ -113,6 +132,7 @@ class Pass:
                 self._stop(violation.reason, violation.message)
         credentials = self._glue_credentials() if uses_glue else None
         database = self._database_password() if runs_metastore else None
+        kerberos = self._kerberos() if runs_metastore and spec.kerberos is not None else None
         if uses_glue:
             self._probe_glue(credentials)
         if database is not None:
@@ -123,7 +143,7 @@ class Pass:
         if switching:
             out.mode = spec.mode
             out.events.append(Event("Normal", reasons.MODE_SWITCHED, f"switched from {self.previous_mode} to {spec.mode}"))
-        serving = self._metastore(database) if runs_metastore else self._no_metastore()
+        serving = self._metastore(database, kerberos) if runs_metastore else self._no_metastore()
         client = client_config_map(spec, out.endpoint or None)
         self.ports.apply(client)
         out.client_config_map = client["metadata"]["name"]
@@ -243,17 +263,47 @@ class Pass:
         self._reach["metastore"] = Condition(REACHABLE, UNKNOWN, reasons.METASTORE_NOT_RUNNING,
                                              "the metastore database answers; the metastore does not serve yet")
 
-    def _metastore(self, database: _Database | None) -> bool:
+    def _kerberos(self) -> _Kerberos:
+        """Both keytabs (the operator's login and the metastore's own) read and each found to hold its principal,
+        before anything is written: a wrong Secret is a condition, never a metastore that cannot start."""
+        kerberos = self.spec.kerberos
+        assert kerberos is not None
+        keytabs = {}
+        for login, field_ in ((kerberos.login, "spec.kerberos.keytabSecretRef"),
+                              (kerberos.metastore, "spec.kerberos.metastoreKeytabSecretRef")):
+            try:
+                keytabs[field_] = self.ports.read_keytab(login.keytab_secret, login.keytab_key)
+            except SecretUnavailable as error:
+                self._stop(error.reason, error.message)
+            self._check_keytab(keytabs[field_][0], login, field_)
+        login = self.ports.login(kerberos.login, keytabs["spec.kerberos.keytabSecretRef"][0])
+        return _Kerberos(ThriftSasl(login, kerberos.metastore_principal),
+                         keytabs["spec.kerberos.metastoreKeytabSecretRef"][1], self.ports.krb5_conf())
+
+    def _check_keytab(self, keytab: bytes, login: KerberosSpec, field_: str) -> None:
+        where = f"{field_} (key {login.keytab_key!r} of Secret {login.keytab_secret})"
+        try:
+            held = keytab_file.principals(keytab)
+        except keytab_file.KeytabUnreadable as error:
+            self._stop(reasons.KEYTAB_MISMATCH, f"{where} is no keytab: {error}")
+        # Hadoop's _HOST stands for the host the metastore runs on: any instance matches it here
+        wanted = re.compile(re.escape(login.principal).replace("_HOST", "[^/@]+"))
+        if not any(wanted.fullmatch(principal) for principal in held):
+            self._stop(reasons.KEYTAB_MISMATCH, f"{where} holds no key for {login.principal}; it holds "
+                                                f"{', '.join(held[:5]) or 'no key at all'}")
+
+    def _metastore(self, database: _Database | None, kerberos: _Kerberos | None) -> bool:
         """ConfigMap, schema (its Job when needed), Service and Deployment; True when the metastore serves."""
         spec = self.spec
-        self.ports.apply(metastore_config_map(spec))  # before the schema Job, which mounts it
+        krb5 = kerberos.krb5_conf if kerberos else None
+        self.ports.apply(metastore_config_map(spec, krb5))  # before the schema Job, which mounts it
         if database is None:  # Derby: the pod initializes its own schema; there is no VERSION to read
             self.out.conditions.append(Condition(SCHEMA_READY, UNKNOWN, reasons.EMBEDDED_DERBY,
                                                  "an embedded Derby database is initialized by the metastore pod "
                                                  "itself, for development only; its schema is not checked"))
         else:
             self._schema(database)
-        return self._deploy(database.secret_version if database else None)
+        return self._deploy(database.secret_version if database else None, kerberos)
 
     def _schema(self, database: _Database) -> None:
         spec, out = self.spec, self.out
@@ -293,13 +343,15 @@ class Pass:
         out.conditions.append(Condition.of(SCHEMA_READY, False, reason, message))
         self._stop(reason, message, phase="Pending", retry=SHORT_WAIT)
 
-    def _deploy(self, secret_version: str | None) -> bool:
+    def _deploy(self, secret_version: str | None, kerberos: _Kerberos | None) -> bool:
         spec, out = self.spec, self.out
         name = metastore_name(spec)
         service = metastore_service(spec)
         self.ports.apply(service)
         created = self.ports.get("apps/v1", "Deployment", name) is None
-        deployment = self.ports.apply(metastore_deployment(spec, config_hash(spec, secret_version)))
+        krb5 = kerberos.krb5_conf if kerberos else None
+        digest = config_hash(spec, secret_version, krb5, kerberos.keytab_version if kerberos else None)
+        deployment = self.ports.apply(metastore_deployment(spec, digest, krb5_conf=krb5 is not None))
         if created:
             out.events.append(Event("Normal", reasons.METASTORE_CREATED,
                                     f"metastore Deployment {name} created for Hive {spec.metastore.hive_version}"))
@@ -315,7 +367,7 @@ class Pass:
             out.stop(reasons.METASTORE_STARTING, "waiting for a metastore pod to become ready", phase="Pending",
                      retry=SHORT_WAIT)
             return False
-        probe = self.ports.probe_thrift(spec, service)
+        probe = self.ports.probe_thrift(spec, service, kerberos.sasl if kerberos else None)
         self._reach["metastore"] = Condition.of(REACHABLE, probe.ok, probe.reason, probe.message)
         if not probe.ok:  # pods ready, yet no answer: an error, retried with the shared backoff (not each second)
             out.stop(probe.reason, probe.message, phase="Degraded")

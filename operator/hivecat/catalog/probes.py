@@ -16,7 +16,7 @@ from typing import Any
 
 from hivecat import reasons
 from hivecat.catalog.connect import first_line, sql_failure
-from hivecat.catalog.targets import SqlTarget
+from hivecat.catalog.targets import SqlTarget, ThriftSasl
 
 # Glue error codes that mean "these credentials may not do this" rather than "Glue is not there".
 GLUE_DENIED_CODES = frozenset({
@@ -83,13 +83,17 @@ def probe_sql(target: SqlTarget, password: str, timeout: float = 5) -> ProbeResu
 
 # --- Thrift ------------------------------------------------------------------------------------------
 
-def probe_thrift(host: str, port: int, timeout: float = 5) -> ProbeResult:
+def probe_thrift(host: str, port: int, timeout: float = 5, sasl: ThriftSasl | None = None) -> ProbeResult:
     """Open a Thrift connection to the metastore and call get_all_databases: a port that accepts
-    connections is not yet a metastore that answers."""
+    connections is not yet a metastore that answers. `sasl`: a kerberized metastore, reached as that login."""
     from hmsclient import hmsclient
     from thrift.protocol import TBinaryProtocol
     from thrift.Thrift import TException
     from thrift.transport import TSocket, TTransport
+
+    from hivecat.catalog.thrift.transport import SaslClientTransport
+    from hivecat.kerberos.errors import KerberosError
+    from hivecat.kerberos.sasl import GssapiSasl
 
     address = f"thrift://{host}:{port}"
     deadline = time.monotonic() + timeout
@@ -103,16 +107,22 @@ def probe_thrift(host: str, port: int, timeout: float = 5) -> ProbeResult:
     transport = TSocket.TSocket()
     transport.setHandle(sock)
     sock.settimeout(max(0.1, deadline - time.monotonic()))  # the whole probe stays within `timeout`
-    buffered = TTransport.TBufferedTransport(transport)
-    client = hmsclient.HMSClient(iprot=TBinaryProtocol.TBinaryProtocol(buffered))
     try:
+        # Kerberized: Thrift's SASL framing over the socket, its handshake before the call.
+        wire = transport if sasl is None else SaslClientTransport(transport, GssapiSasl(sasl.login,
+                                                                                          sasl.service(host)))
+        client = hmsclient.HMSClient(iprot=TBinaryProtocol.TBinaryProtocol(TTransport.TBufferedTransport(wire)))
+        if sasl is not None:
+            wire.open()
         client.get_all_databases()
+    except KerberosError as exc:
+        return ProbeResult(False, reasons.AUTHENTICATION_FAILED, f"the metastore at {address}: {exc}")
     except (TException, OSError, EOFError) as exc:
         detail = getattr(exc, "message", None) or first_line(exc)
         return ProbeResult(False, reasons.METASTORE_UNREACHABLE, f"the metastore at {address} accepted a connection but "
                                                           f"did not answer a Thrift call: {_scrubbed(str(detail), ())}")
     finally:
-        buffered.close()
+        transport.close()
     return ProbeResult(True, reasons.REACHABLE, f"the metastore at {address} answers")
 
 

@@ -5,7 +5,6 @@ TableReplica (it goes with it)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from kubernetes.client.exceptions import ApiException
 from hivecat import k8s, reasons
 from hivecat.config import config
 from hivecat.copy.storage import Storage
+from hivecat.handlers.ports import krb5_conf
 from hivecat.kinds import CLUSTER_STORAGE
 from hivecat.reconcile.policy import WorkloadPolicy
 from hivecat.replication.launch.workload import Workload, WorkloadLauncher, WorkloadRefused
@@ -148,10 +148,12 @@ def _kerberos_config_data(storage: Storage) -> dict[str, str]:
     """The operator's own krb5.conf ($KRB5_CONFIG, the chart's kerberos.krb5Conf) and WebHDFS CA bundle, as a copy
     pod gets them: configuration the administrator gave the operator, never a custom resource's."""
     data: dict[str, str] = {}
-    for key, path in ((KRB5_CONF, os.environ.get("KRB5_CONFIG")), (WEBHDFS_CA, storage.webhdfs.ca_bundle)):
-        if path:
-            try:
-                data[key] = Path(path).read_text()
-            except OSError:
-                continue  # not there: the pod then has what its image has
+    realms = krb5_conf()
+    if realms is not None:
+        data[KRB5_CONF] = realms
+    if storage.webhdfs.ca_bundle:
+        try:
+            data[WEBHDFS_CA] = Path(storage.webhdfs.ca_bundle).read_text()
+        except OSError:
+            pass  # not there: the pod then has what its image has
     return data

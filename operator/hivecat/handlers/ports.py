@@ -3,7 +3,9 @@ collection removes them with it), the catalog's database, its metastore and Glue
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import kopf
@@ -16,13 +18,16 @@ from hivecat.catalog.glue.defaults import ensure_default_database, glue_client
 from hivecat.catalog.glue.roles import assume_role
 from hivecat.catalog.probes import ProbeResult, glue_failure, probe_glue, probe_sql, probe_thrift
 from hivecat.catalog.schema_version import SchemaState, read_schema_state
-from hivecat.catalog.targets import GlueTarget, SqlTarget
+from hivecat.catalog.targets import GlueTarget, SqlTarget, ThriftSasl, ThriftTarget
 from hivecat.config import config
+from hivecat.handlers import pools
+from hivecat.kerberos.login import KerberosLogin
 from hivecat.kinds import HIVE_CATALOG
 from hivecat.reconcile.access import NamespacePolicy, check_hive_catalog, judged
 from hivecat.reconcile.clusterstorage import Backend, backends_of
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.hivecatalog import HiveCatalogSpec, parse_hive_catalog
+from hivecat.specs.kerberos import KerberosSpec
 from hivecat.workloads.registry import REGISTRY_KEY, registry_config_map, registry_config_map_name
 
 
@@ -75,9 +80,34 @@ def open_backend(namespace: str, backend: Backend) -> Catalog:
         except (BotoCoreError, ClientError) as error:
             failure = glue_failure(error, f"AWS STS (role {backend.glue_role})")
             raise CatalogUnavailable(failure.reason, failure.message) from None
+    target = backend.target
+    if backend.kerberos is not None and isinstance(target, ThriftTarget):  # SASL, as the namespace's own login
+        target = replace(target, sasl=ThriftSasl(namespace_login(namespace, backend.kerberos.login),
+                                                 backend.kerberos.metastore_principal))
     journal = JournalSettings(schema=settings.journal_schema, url=settings.journal_url)
-    return open_catalog(backend.target, password=password, journal=journal, glue_credentials=glue,
+    return open_catalog(target, password=password, journal=journal, glue_credentials=glue,
                         notification_events=backend.notification_events)
+
+
+def namespace_login(namespace: str, kerberos: KerberosSpec, keytab: bytes | None = None) -> KerberosLogin:
+    """A namespace's Kerberos login: its keytab (read from its own Secret unless given) in the operator's keytab
+    store, its tickets in a cache of its own (kerberos/store.py). SecretUnavailable when the Secret lacks it."""
+    if keytab is None:
+        keytab = k8s.read_secret_bytes(namespace, kerberos.keytab_secret, kerberos.keytab_key).value
+    return pools.keytabs().login(namespace, kerberos.principal, keytab)
+
+
+def krb5_conf() -> str | None:
+    """The operator's realms and KDCs ($KRB5_CONFIG: the chart's kerberos.krb5Conf), for pods it runs; None
+    without one (the image's own krb5.conf then applies)."""
+    path = os.environ.get("KRB5_CONFIG")
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read()
+    except OSError:
+        return None
 
 
 class LivePorts:
@@ -94,13 +124,23 @@ class LivePorts:
     def read_schema(self, target: SqlTarget, password: str) -> SchemaState:
         return read_schema_state(target, password)
 
-    def probe_thrift(self, spec: HiveCatalogSpec, service: Mapping[str, Any]) -> ProbeResult:
+    def read_keytab(self, name: str, key: str) -> tuple[bytes, str]:
+        secret = k8s.read_secret_bytes(self.namespace, name, key)
+        return secret.value, secret.resource_version
+
+    def login(self, kerberos: KerberosSpec, keytab: bytes) -> KerberosLogin:
+        return namespace_login(self.namespace, kerberos, keytab)
+
+    def krb5_conf(self) -> str | None:
+        return krb5_conf()
+
+    def probe_thrift(self, spec: HiveCatalogSpec, service: Mapping[str, Any], sasl: ThriftSasl | None) -> ProbeResult:
         # Service DNS resolves only inside the cluster; the administrator's policy may say where an operator
         # outside reaches it (never the CR's author: that would point the operator at any host).
         override = self.policy.metastore_address(spec.name)
         if override is not None:
-            return probe_thrift(*override)
-        return probe_thrift(f"{service['metadata']['name']}.{self.namespace}.svc", spec.metastore.port)
+            return probe_thrift(*override, sasl=sasl)
+        return probe_thrift(f"{service['metadata']['name']}.{self.namespace}.svc", spec.metastore.port, sasl=sasl)
 
     def _glue(self, credentials: tuple[str, ...] | None) -> Any:
         glue = self.spec.glue

@@ -16,7 +16,7 @@ from hivecat.copy.errors import CopyInputError
 from hivecat.copy.storage import S3Settings, Storage
 from hivecat.handlers import pools
 from hivecat.handlers.copy_launch import JOB, SPARK_APPLICATION, workload_launcher
-from hivecat.handlers.ports import open_backend
+from hivecat.handlers.ports import namespace_login, open_backend
 from hivecat.kerberos.login import KerberosLogin
 from hivecat.locations.prefix import storage_prefix
 from hivecat.reconcile.clusterstorage import Backend
@@ -76,9 +76,7 @@ class LiveReplicaPorts:
         return Credentials(k8s.read_secret_keys(self.namespace, secret, SECRET_KEYS))
 
     def _login(self, kerberos: KerberosSpec) -> KerberosLogin:
-        """The namespace's Kerberos login, its keytab read from its own Secret into the operator's keytab store."""
-        keytab = k8s.read_secret_bytes(self.namespace, kerberos.keytab_secret, kerberos.keytab_key)
-        return pools.keytabs().login(self.namespace, kerberos.principal, keytab)
+        return namespace_login(self.namespace, kerberos)
 
 
 def _copy_run_in_status(body: kopf.Body, cluster: str) -> str | None:

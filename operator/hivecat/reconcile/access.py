@@ -263,7 +263,13 @@ def check_cluster_storage(spec: ClusterStorageSpec, policy: NamespacePolicy, *,
 
 
 def check_hive_catalog(spec: HiveCatalogSpec, policy: NamespacePolicy) -> Violation | None:
-    """The metastore database and the Glue catalog (with how it is reached) are granted to the namespace."""
+    """The metastore database, its Kerberos logins (the operator's and the metastore's own) and the Glue catalog
+    (with how it is reached) are granted to the namespace."""
+    if spec.kerberos is not None:
+        violation = (policy.check_kerberos(spec.kerberos.login, "spec.kerberos")
+                     or policy.check_kerberos(spec.kerberos.metastore, "spec.kerberos (the metastore's own)"))
+        if violation is not None:
+            return violation
     database = spec.database
     if spec.mode in (mode_rule.THRIFT, mode_rule.HYBRID) and database is not None and database.dialect != "derby":
         assert database.host and database.name  # parse_hive_catalog requires them

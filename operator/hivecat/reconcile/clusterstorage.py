@@ -18,6 +18,7 @@ from hivecat.reconcile.conditions import Condition
 from hivecat.replication.registry import RegistryDecision
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.hivecatalog import GlueCredentialsRef, HiveCatalogSpec, SecretKeyRef
+from hivecat.specs.kerberos import CatalogKerberos
 from hivecat.workloads.metastore import metastore_name
 
 READY, DRIFTED = "Ready", "Drifted"
@@ -35,6 +36,7 @@ class Backend:
     glue_role: str | None = None  # spec.glue.roleArn: assumed with the operator's identity (the policy granted it)
     journaled_elsewhere: bool = False  # Glue, Thrift: the journal needs the operator's journal database
     notification_events: str = EVENTS_AUTO  # Database: whether its rewrites log notification events
+    kerberos: CatalogKerberos | None = None  # Metastore of a kerberized catalog: SASL, as its spec.kerberos login
 
 
 def backends_of(catalog: HiveCatalogSpec, access: str,
@@ -49,7 +51,7 @@ def backends_of(catalog: HiveCatalogSpec, access: str,
                 target: CatalogTarget = ThriftTarget(*metastore_address)
             else:
                 target = ThriftTarget(f"{metastore_name(catalog)}.{catalog.namespace}.svc", catalog.metastore.port)
-            found.append(Backend("Metastore", target, journaled_elsewhere=True))
+            found.append(Backend("Metastore", target, journaled_elsewhere=True, kerberos=catalog.kerberos))
         else:
             database = catalog.database
             if database is None or database.dialect == "derby" or not (database.host and database.name):

@@ -18,6 +18,7 @@ from hivecat.kinds import ANNOTATION_CONFIRM_MODE_SWITCH, HIVE_CATALOG
 from hivecat.specs import mode as mode_rule
 from hivecat.specs.errors import SpecInvalid
 from hivecat.specs.fields import flag, mapping, opt_str, whole
+from hivecat.specs.kerberos import CatalogKerberos, parse_catalog_kerberos
 from hivecat.specs.schema import check_spec
 
 __all__ = ["DatabaseSpec", "GlueCredentialsRef", "GlueSpec", "HiveCatalogSpec", "MetastoreSpec", "SecretKeyRef",
@@ -107,6 +108,7 @@ class HiveCatalogSpec:
     glue: GlueSpec | None
     confirm_mode_switch: bool  # annotation hivecatalog.io/confirm-mode-switch: "true"
     notification_events: bool = True  # spec.notificationEvents: Enabled (the listener runs, rewrites log events)
+    kerberos: CatalogKerberos | None = None  # spec.kerberos: the metastore speaks SASL GSSAPI only
 
 
 def parse_hive_catalog(body: Mapping[str, Any], *, default_image: str) -> HiveCatalogSpec:
@@ -130,6 +132,10 @@ def parse_hive_catalog(body: Mapping[str, Any], *, default_image: str) -> HiveCa
         raise SpecInvalid(reasons.DERBY_REPLICAS, "an embedded Derby database lives inside one metastore pod, so "
                                            f"spec.metastore.replicas must be 0 or 1, not {metastore.replicas}; "
                                            "use MariaDB, MySQL or PostgreSQL for more replicas")
+    kerberos = parse_catalog_kerberos(spec.get("kerberos"), "spec.kerberos")
+    if kerberos is not None and not runs_metastore:
+        raise SpecInvalid(reasons.INVALID_FIELD, "spec.kerberos kerberizes the catalog's metastore; a Glue catalog "
+                                                 "runs none: remove spec.kerberos")
     annotations = meta.get("annotations") or {}
     parsed = HiveCatalogSpec(
         name=str(meta.get("name") or ""),
@@ -146,6 +152,7 @@ def parse_hive_catalog(body: Mapping[str, Any], *, default_image: str) -> HiveCa
         glue=glue,
         confirm_mode_switch=str(annotations.get(ANNOTATION_CONFIRM_MODE_SWITCH, "")).strip().lower() == "true",
         notification_events=_notification_events(spec),
+        kerberos=kerberos,
     )
     check_spec(HIVE_CATALOG.kind, body)  # what the checks above leave to the CRD's schema
     return parsed

@@ -1,5 +1,5 @@
-"""A CR's Kerberos login (spec.kerberos of a ClusterStorage): a principal, and the Secret of the CR's own namespace
-whose key holds its keytab. Realms and KDCs are never a CR's: they are the operator's krb5 configuration (chart
+"""A CR's Kerberos login (spec.kerberos of a ClusterStorage, and of a HiveCatalog with its metastore's own): a
+principal, and the Secret of the CR's own namespace whose key holds its keytab. Realms and KDCs are never a CR's: they are the operator's krb5 configuration (chart
 value kerberos.krb5Conf), which is process-wide. No I/O."""
 
 from __future__ import annotations
@@ -43,12 +43,7 @@ def parse_kerberos(value: Any, where: str) -> KerberosSpec | None:
     if not principal or not PRINCIPAL.fullmatch(principal):
         raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.principal must be a Kerberos principal with its realm, "
                                                  "name[/instance]@REALM, e.g. etl-team-a@CORP.EXAMPLE.COM")
-    ref = mapping(raw.get("keytabSecretRef"), f"{where}.keytabSecretRef")
-    secret = opt_str(ref, "name", f"{where}.keytabSecretRef")
-    if not secret:
-        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.keytabSecretRef.name is required: the Secret, in the same "
-                                                 "namespace, that holds the principal's keytab")
-    key = opt_str(ref, "key", f"{where}.keytabSecretRef") or DEFAULT_KEYTAB_KEY
+    secret, key = _keytab_ref(raw, "keytabSecretRef", where, "the principal's")
     service = opt_str(raw, "webhdfsPrincipal", where) or None
     if service is not None and not SERVICE_PRINCIPAL.fullmatch(service):
         raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.webhdfsPrincipal must be a service principal such as "
@@ -63,3 +58,47 @@ def spec_kerberos(body: Mapping[str, Any]) -> KerberosSpec | None:
         return parse_kerberos((body.get("spec") or {}).get("kerberos"), "spec.kerberos")
     except SpecInvalid:
         return None
+
+
+@dataclass(frozen=True)
+class CatalogKerberos:
+    """A HiveCatalog's spec.kerberos: its metastore speaks SASL GSSAPI only. `login` is who the operator is to it
+    (probes, drift scans and bookkeeping through Thrift); the metastore runs as `metastore_principal` with the
+    keys of `metastore_keytab` (a Secret of the catalog's namespace, mounted into its pods only)."""
+
+    login: KerberosSpec
+    metastore_principal: str  # hive.metastore.kerberos.principal; Hadoop's _HOST allowed
+    metastore_keytab_secret: str
+    metastore_keytab_key: str = DEFAULT_KEYTAB_KEY
+
+    @property
+    def metastore(self) -> KerberosSpec:
+        """The metastore's own login, as a policy grants it (its principal and its keytab's Secret)."""
+        return KerberosSpec(self.metastore_principal, self.metastore_keytab_secret, self.metastore_keytab_key)
+
+
+def parse_catalog_kerberos(value: Any, where: str) -> CatalogKerberos | None:
+    if value is None:
+        return None
+    raw = mapping(value, where)
+    if raw.get("webhdfsPrincipal") is not None:
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.webhdfsPrincipal belongs to a ClusterStorage's spec.kerberos")
+    login = parse_kerberos({k: v for k, v in raw.items() if not k.startswith("metastore")}, where)
+    assert login is not None
+    service = opt_str(raw, "metastorePrincipal", where)
+    if not service or not SERVICE_PRINCIPAL.fullmatch(service):
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.metastorePrincipal must be the metastore's service "
+                                                 "principal, e.g. hive/sales-metastore.team-a.svc.cluster.local"
+                                                 "@CORP.EXAMPLE.COM (hive.metastore.kerberos.principal)")
+    secret, key = _keytab_ref(raw, "metastoreKeytabSecretRef", where, "the metastore's")
+    return CatalogKerberos(login, service, secret, key)
+
+
+def _keytab_ref(raw: Mapping[str, Any], field: str, where: str, whose: str) -> tuple[str, str]:
+    """(Secret, key) of a keytab reference: the Secret is required, the key defaults to DEFAULT_KEYTAB_KEY."""
+    ref = mapping(raw.get(field), f"{where}.{field}")
+    secret = opt_str(ref, "name", f"{where}.{field}")
+    if not secret:
+        raise SpecInvalid(reasons.INVALID_FIELD, f"{where}.{field}.name is required: the Secret, in the same "
+                                                 f"namespace, that holds {whose} keytab")
+    return secret, opt_str(ref, "key", f"{where}.{field}") or DEFAULT_KEYTAB_KEY

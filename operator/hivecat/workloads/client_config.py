@@ -5,7 +5,7 @@
   spark-hive-site classification becomes spark.hadoop.* entries, which Spark hands to its Hive client.
 - configurations.json: the same as EMR classifications, for EMR-style tooling.
 
-Thrift: both sides use the Thrift URI. Glue: both sides use the Glue client factory (with catalog id,
+Thrift: both sides use the Thrift URI (kerberized: with SASL and the metastore's principal). Glue: both sides use the Glue client factory (with catalog id,
 region and endpoint). Hybrid: Hive uses Thrift, Spark uses Glue. The user's classification properties are
 merged in, and win, except for the keys that choose the catalog (OWNED_KEYS): those follow the mode.
 Everything here is readable by anyone who can read ConfigMaps: no secret ever (publishable_properties).
@@ -23,7 +23,7 @@ from hivecat.specs.mode import (FACTORY_PROPERTY, GLUE, GLUE_CLIENT_FACTORY, HIV
                                     SPARK_HIVE_SITE, THRIFT)
 from hivecat.specs.hivecatalog import HiveCatalogSpec
 from hivecat.workloads.labels import CLIENT, catalog_labels, object_name
-from hivecat.workloads.metastore import metastore_endpoint
+from hivecat.workloads.metastore import PRINCIPAL_PROPERTY, SASL_PROPERTY, metastore_endpoint
 
 HIVE_SITE_KEY: Final = "hive-site.xml"
 SPARK_DEFAULTS_KEY: Final = "spark-defaults.conf"
@@ -37,15 +37,20 @@ CATALOG_IMPLEMENTATION: Final = "spark.sql.catalogImplementation"
 SPARK_HADOOP: Final = "spark.hadoop."
 # Keys that say which catalog a client talks to: the operator sets them from the mode, a user value is
 # dropped (a leftover thrift URI in a Glue catalog would otherwise send some clients elsewhere).
-OWNED_KEYS: Final = frozenset({URIS, FACTORY_PROPERTY, GLUE_CATALOG_ID, AWS_REGION, GLUE_ENDPOINT})
+OWNED_KEYS: Final = frozenset({URIS, FACTORY_PROPERTY, GLUE_CATALOG_ID, AWS_REGION, GLUE_ENDPOINT, SASL_PROPERTY,
+                               PRINCIPAL_PROPERTY})
 
 
 def client_config_map_name(spec: HiveCatalogSpec) -> str:
     return object_name(spec.name, CLIENT)
 
 
-def _thrift_side(endpoint: str) -> dict[str, str]:
-    return {URIS: endpoint}
+def _thrift_side(spec: HiveCatalogSpec, endpoint: str) -> dict[str, str]:
+    """The metastore's URI and, kerberized, that it speaks SASL as its principal (clients complete _HOST)."""
+    side = {URIS: endpoint}
+    if spec.kerberos is not None:
+        side.update({SASL_PROPERTY: "true", PRINCIPAL_PROPERTY: spec.kerberos.metastore_principal})
+    return side
 
 
 def _glue_side(spec: HiveCatalogSpec) -> dict[str, str]:
@@ -66,7 +71,7 @@ def _merge(user: Mapping[str, str], owned: Mapping[str, str]) -> dict[str, str]:
 def client_properties(spec: HiveCatalogSpec, endpoint: str | None) -> dict[str, dict[str, str]]:
     """classification → properties, complete for the mode. `endpoint`: the Thrift URI clients use; None
     means the metastore Service's (metastore_endpoint); ignored in Glue mode."""
-    thrift = _thrift_side(endpoint or metastore_endpoint(spec)) if spec.mode != GLUE else {}
+    thrift = _thrift_side(spec, endpoint or metastore_endpoint(spec)) if spec.mode != GLUE else {}
     glue = _glue_side(spec) if spec.mode != THRIFT else {}
     hive_side = glue if spec.mode == GLUE else thrift  # Hybrid: Hive keeps the metastore
     spark_side = thrift if spec.mode == THRIFT else glue

@@ -2,7 +2,8 @@
 operators (e.g. Stackable's hive-operator) publish theirs, so clients and other operators can reference a
 catalog by its name alone.
 
-Keys: MODE always; HIVE (the Thrift URI) when a metastore runs (Thrift, Hybrid); GLUE_REGION and, when set,
+Keys: MODE always; HIVE (the Thrift URI) when a metastore runs (Thrift, Hybrid), and HIVE_KERBEROS_PRINCIPAL
+(the principal its SASL clients ask for) when it is kerberized; GLUE_REGION and, when set,
 GLUE_CATALOG_ID when Glue is used (Glue, Hybrid). Nothing secret."""
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ def discovery_config_map(spec: HiveCatalogSpec, endpoint: str | None) -> dict[st
     data = {"MODE": spec.mode}
     if spec.mode != GLUE:
         data["HIVE"] = endpoint or metastore_endpoint(spec)
+        if spec.kerberos is not None:
+            data["HIVE_KERBEROS_PRINCIPAL"] = spec.kerberos.metastore_principal
     if spec.mode != THRIFT:
         if spec.glue is None:
             raise ValueError(f"a {spec.mode} catalog needs spec.glue")

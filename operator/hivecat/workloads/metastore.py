@@ -8,6 +8,12 @@ the metastore (or schematool, in the schema Job that mounts the same ConfigMap) 
 (MetastoreConf.getPassword -> Configuration.getPassword -> get; `${env.NAME}` since Hadoop 3.0, HADOOP-9642).
 Anyone who can read ConfigMaps, Deployments or Pods sees the reference, never the password, and `ps` or
 /proc/<pid>/cmdline inside the pod show no password either.
+
+A kerberized catalog (spec.kerberos) serves SASL GSSAPI only. Its keytab Secret's one key is mounted as one file
+(KEYTAB_DIR), which hive-site.xml names by the same kind of reference, `${env.HIVECAT_METASTORE_KEYTAB}`; the
+ConfigMap adds core-site.xml (hadoop.security.authentication=kerberos, read by Hadoop's login from the class
+path, where HIVE_CONF_DIR is) and the operator's krb5.conf, which the JVM is pointed at through
+HIVE_METASTORE_HADOOP_OPTS (bin/ext/metastore.sh puts it into HADOOP_OPTS). No key is in any object.
 """
 
 from __future__ import annotations
@@ -39,6 +45,18 @@ DERBY_DRIVER: Final = "org.apache.derby.jdbc.EmbeddedDriver"
 LISTENERS_PROPERTY: Final = "hive.metastore.transactional.event.listeners"
 NOTIFICATION_LISTENER: Final = "org.apache.hive.hcatalog.listener.DbNotificationListener"
 AUX_JARS_ENV: Final = "HIVE_AUX_JARS_PATH"
+# spec.kerberos: the metastore's keytab, its realms and KDCs, and Hadoop's switch to Kerberos.
+CORE_SITE_KEY: Final = "core-site.xml"
+KRB5_CONF_KEY: Final = "krb5.conf"
+KEYTAB_ENV: Final = "HIVECAT_METASTORE_KEYTAB"
+KEYTAB_DIR: Final = "/var/run/secrets/hivecat/metastore"
+KEYTAB_FILE: Final = "keytab"
+KEYTAB_VOLUME: Final = "keytab"
+JVM_OPTIONS_ENV: Final = "HIVE_METASTORE_HADOOP_OPTS"
+SASL_PROPERTY: Final = "hive.metastore.sasl.enabled"
+PRINCIPAL_PROPERTY: Final = "hive.metastore.kerberos.principal"
+KEYTAB_PROPERTY: Final = "hive.metastore.kerberos.keytab.file"
+AUTHENTICATION_PROPERTY: Final = "hadoop.security.authentication"
 
 
 def listener_jar(hive_version: str) -> str:
@@ -104,37 +122,50 @@ def server_properties(spec: HiveCatalogSpec) -> dict[str, str]:
     if spec.notification_events:  # the user's own transactional listeners stay, the notification listener joins
         listeners = [name.strip() for name in user.get(LISTENERS_PROPERTY, "").split(",") if name.strip()]
         owned[LISTENERS_PROPERTY] = ",".join(dict.fromkeys([*listeners, NOTIFICATION_LISTENER]))
+    if spec.kerberos is not None:
+        owned.update({SASL_PROPERTY: "true", PRINCIPAL_PROPERTY: spec.kerberos.metastore_principal,
+                      KEYTAB_PROPERTY: f"${{env.{KEYTAB_ENV}}}", AUTHENTICATION_PROPERTY: "kerberos"})
     return {**user, **owned}
 
 
-def metastore_config_map(spec: HiveCatalogSpec) -> dict[str, Any]:
-    """ConfigMap <catalog>-metastore-config with the server's hive-site.xml (also mounted by the schema Job)."""
+def metastore_config_map(spec: HiveCatalogSpec, krb5_conf: str | None = None) -> dict[str, Any]:
+    """ConfigMap <catalog>-metastore-config with the server's hive-site.xml (also mounted by the schema Job); for a
+    kerberized catalog also core-site.xml and `krb5_conf`, the operator's realms and KDCs (None: the image's)."""
+    data = {HIVE_SITE_KEY: hive_site_xml(server_properties(spec))}
+    if spec.kerberos is not None:
+        data[CORE_SITE_KEY] = hive_site_xml({AUTHENTICATION_PROPERTY: "kerberos"})
+        if krb5_conf is not None:
+            data[KRB5_CONF_KEY] = krb5_conf
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": metastore_config_map_name(spec), "namespace": spec.namespace,
                      "labels": catalog_labels(spec.name, COMPONENT.metastore)},
-        "data": {HIVE_SITE_KEY: hive_site_xml(server_properties(spec))},
+        "data": data,
     }
 
 
-def config_hash(spec: HiveCatalogSpec, secret_resource_version: str | None) -> str:
-    """sha256 (hex) over what shapes the metastore pods and the password Secret's resourceVersion: a spec
-    change or a password rotation changes the pod template's annotation, so the Deployment rolls. Replicas,
+def config_hash(spec: HiveCatalogSpec, secret_resource_version: str | None, krb5_conf: str | None = None,
+                keytab_resource_version: str | None = None) -> str:
+    """sha256 (hex) over what shapes the metastore pods and the password (and keytab) Secret's resourceVersion:
+    a spec change or a rotation changes the pod template's annotation, so the Deployment rolls. Replicas,
     the catalog's metadata and the Glue settings are not part of it: they do not need new pods."""
     db = _database(spec)
     m = spec.metastore
     shape = {
-        "hiveSite": metastore_config_map(spec)["data"],
+        "hiveSite": metastore_config_map(spec, krb5_conf)["data"],
         "image": m.image, "imagePullPolicy": m.image_pull_policy, "port": m.port, "resources": m.resources,
         "hiveVersion": m.hive_version, "hiveHome": m.hive_home,
         "password": [db.password.name, db.password.key] if db.password else None,
         "secretResourceVersion": secret_resource_version,
     }
+    if spec.kerberos is not None:  # only then: an unkerberized catalog's pods keep their hash across upgrades
+        shape["keytab"] = [spec.kerberos.metastore_keytab_secret, spec.kerberos.metastore_keytab_key,
+                           keytab_resource_version]
     return hashlib.sha256(json.dumps(shape, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _container(spec: HiveCatalogSpec) -> dict[str, Any]:
+def _container(spec: HiveCatalogSpec, krb5_conf: bool) -> dict[str, Any]:
     db = _database(spec)
     m = spec.metastore
     env: list[dict[str, Any]] = [{"name": "HIVE_HOME", "value": m.hive_home},
@@ -142,6 +173,11 @@ def _container(spec: HiveCatalogSpec) -> dict[str, Any]:
     if spec.notification_events:
         env.append({"name": AUX_JARS_ENV, "value": listener_jar(m.hive_version)})
     mounts = [{"name": CONF_VOLUME, "mountPath": CONF_DIR, "readOnly": True}]
+    if spec.kerberos is not None:
+        env.append({"name": KEYTAB_ENV, "value": f"{KEYTAB_DIR}/{KEYTAB_FILE}"})
+        mounts.append({"name": KEYTAB_VOLUME, "mountPath": KEYTAB_DIR, "readOnly": True})
+        if krb5_conf:
+            env.append({"name": JVM_OPTIONS_ENV, "value": f"-Djava.security.krb5.conf={CONF_DIR}/{KRB5_CONF_KEY}"})
     if db.password is not None:
         env.append({"name": PASSWORD_ENV,
                     "valueFrom": {"secretKeyRef": {"name": db.password.name, "key": db.password.key}}})
@@ -167,10 +203,15 @@ def _container(spec: HiveCatalogSpec) -> dict[str, Any]:
     return container
 
 
-def metastore_deployment(spec: HiveCatalogSpec, config_hash: str) -> dict[str, Any]:
-    """Deployment <catalog>-metastore; `config_hash` from config_hash() goes on the pod template."""
+def metastore_deployment(spec: HiveCatalogSpec, config_hash: str, krb5_conf: bool = False) -> dict[str, Any]:
+    """Deployment <catalog>-metastore; `config_hash` from config_hash() goes on the pod template; `krb5_conf`:
+    its ConfigMap holds the operator's krb5.conf (metastore_config_map)."""
     labels = catalog_labels(spec.name, COMPONENT.metastore)
     volumes: list[dict[str, Any]] = [{"name": CONF_VOLUME, "configMap": {"name": metastore_config_map_name(spec)}}]
+    if spec.kerberos is not None:  # the one key, as one file only the pod's user reads
+        volumes.append({"name": KEYTAB_VOLUME, "secret": {
+            "secretName": spec.kerberos.metastore_keytab_secret, "defaultMode": 0o400,
+            "items": [{"key": spec.kerberos.metastore_keytab_key, "path": KEYTAB_FILE}]}})
     derby = _database(spec).dialect == "derby"
     if derby:
         volumes.append({"name": DERBY_VOLUME, "emptyDir": {}})
@@ -188,7 +229,7 @@ def metastore_deployment(spec: HiveCatalogSpec, config_hash: str) -> dict[str, A
                 "spec": {
                     "automountServiceAccountToken": False,  # the metastore never calls the Kubernetes API
                     "enableServiceLinks": False,  # no <SERVICE>_PORT variables clashing with Hive's scripts
-                    "containers": [_container(spec)],
+                    "containers": [_container(spec, krb5_conf)],
                     "volumes": volumes,
                 },
             },
