@@ -24,6 +24,7 @@ command -v krb5-config >/dev/null || missing+=(libkrb5-dev)  # gssapi (PyPI has 
 [ -x /usr/sbin/krb5kdc ] || missing+=(krb5-kdc)              # the tests' KDC (tests/support/kdc.py)
 [ -x /usr/sbin/kadmin.local ] || missing+=(krb5-admin-server)  # kadmin.local: the tests' principals and keytabs
 command -v kinit >/dev/null || missing+=(krb5-user)          # kinit/klist: the tests' ticket caches
+command -v faketime >/dev/null || missing+=(faketime)        # libfaketime: the Kerberos tests' clock skew
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing ${missing[*]}"
   $SUDO apt-get update -qq

@@ -7,10 +7,12 @@ work are one line (exit 2) and change nothing."""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,8 +145,12 @@ def test_relocate_by_sql_is_served_by_the_kerberized_metastore(secured: Secured,
     assert secured.locations(lake) == before
 
 
+# libfaketime (Debian's faketime, which setup installs): a process whose clock runs an hour ahead of the KDC's
+FAKETIME = next(iter(glob.glob("/usr/lib/*/faketime/libfaketime.so.1")), None)
+
+
 @pytest.mark.parametrize("case", ["no ticket", "unknown metastore principal", "wrong keytab", "plain thrift",
-                                  "no metastore principal"])
+                                  "no metastore principal", "clock skew"])
 def test_a_login_that_cannot_work_is_one_line_and_changes_nothing(secured: Secured, lake: str, case: str) -> None:
     before = secured.locations(lake)
     scope = ["--from", f"{OLD}/{lake}.db", "--to", f"{NEW}/{lake}.db", "--database", lake,
@@ -162,6 +168,18 @@ def test_a_login_that_cannot_work_is_one_line_and_changes_nothing(secured: Secur
     elif case == "wrong keytab":
         done = secured.relocate(*scope, "--principal", "bob-stale", "--keytab", str(bob))
         words = "not the principal's current keys"
+    elif case == "clock skew":
+        if FAKETIME is None:
+            pytest.skip("libfaketime is not installed (scripts/setup-system.sh installs Debian's faketime)")
+        # MIT's clients learn the KDC's time from its first answer (kdc_timesync, on by default) and then work an
+        # hour off; without it the login is refused
+        lenient = secured.relocate(*scope, *secured.as_alice(), "--dry-run", LD_PRELOAD=FAKETIME, FAKETIME="+1h")
+        assert lenient.returncode == 0, lenient.stderr
+        strict = secured.work / "krb5-strict.conf"
+        strict.write_text(secured.kdc.krb5_conf.read_text().replace("[libdefaults]\n", "[libdefaults]\n kdc_timesync = 0\n"))
+        done = secured.relocate(*scope, *secured.as_alice(), LD_PRELOAD=FAKETIME, FAKETIME="+1h",
+                                KRB5_CONFIG=str(strict))
+        words = "this machine's clock and the KDC's differ by more than the allowed skew"
     elif case == "plain thrift":
         done = secured.relocate(*scope, catalog=secured.hms.sasl_uri)
         words = "cannot connect to the metastore at thrift://localhost"
@@ -187,3 +205,25 @@ def test_route_over_sasl(secured: Secured, lake: str) -> None:
         env={**os.environ, **secured.kdc.env, "KRB5CCNAME": f"FILE:{secured.work}/none.cc"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("main: main holds every input"), done.stdout
+
+
+def test_a_keytab_login_outlives_its_tickets(secured: Secured) -> None:
+    """A keytab login in a long-running process (the operator, a long copy) gets new tickets from its keytab once
+    the old ones expired: the same login's probe works before and after, the KDC issuing it a new TGT. (Before
+    `credentials` re-acquired expiring credentials, the second probe failed with krb5's "Ticket expired".)"""
+    from hivecat.catalog.probes import probe_thrift
+    from hivecat.catalog.targets import ThriftSasl
+    from hivecat.kerberos.login import KerberosLogin
+
+    kdc = secured.kdc
+    principal = kdc.principal(unique_name("brief"))
+    kdc.kadmin(f'modprinc -maxlife "3 seconds" {principal}')  # every ticket of it lives 3 s at most
+    keytab = kdc.keytab(principal, secured.work / f"{principal.split('@')[0]}.keytab")
+    login = ThriftSasl(KerberosLogin(principal, str(keytab)), METASTORE_PRINCIPAL)
+    assert probe_thrift("localhost", secured.hms.port, sasl=login).ok
+    time.sleep(4.5)  # every ticket of the first login has expired
+    since = len(kdc.log.read_bytes())
+    later = probe_thrift("localhost", secured.hms.port, sasl=login)
+    assert later.ok, later.message
+    assert [line for line in kdc.log.read_bytes()[since:].decode().splitlines()
+            if "AS_REQ" in line and "ISSUE" in line and f"{principal} for krbtgt/" in line], "no new login"

@@ -120,7 +120,12 @@ def test_a_misspelt_job_field_is_refused_not_dropped(api: Api, namespace: str) -
 
 def test_the_spark_application_is_accepted_as_built(api: Api, namespace: str, run: CopyRun,
                                                      spark_crd: None) -> None:
-    app = spark_application(run, SPARK)
+    from hivecat.specs.kerberos import KerberosSpec
+
+    # kerberized: the keytab Secret and the realms' ConfigMap on driver and executors survive the CRD's schema
+    app = spark_application(dataclasses.replace(run, kerberos=KerberosSpec("etl-a@CORP.EXAMPLE.COM", "etl-keytab"),
+                                                kerberos_config="orders-krbdr-krb5", kerberos_config_keys=("krb5.conf",)),
+                            SPARK)
     apps = f"/apis/sparkoperator.k8s.io/v1beta2/namespaces/{namespace}/sparkapplications"
     status, _, answer = create(api, apps, app)
     assert status == 201, answer
@@ -128,6 +133,8 @@ def test_the_spark_application_is_accepted_as_built(api: Api, namespace: str, ru
     assert differences(app, got) == []
     assert got["spec"]["arguments"][-2:] == ["--output", "json"] and "--engine" in got["spec"]["arguments"]
     assert no_secret_in(got)
+    assert got["spec"]["executor"]["configMaps"] == [{"name": "orders-krbdr-krb5", "path": "/etc/hivecat/kerberos"}]
+    assert [s["name"] for s in got["spec"]["executor"]["secrets"]] == ["s3-dr-aws", "etl-keytab"]
 
     status, _, answer = create(api, apps, spark_application(
         dataclasses.replace(run, run_id="20250102T000000Z-def456"), SPARK))

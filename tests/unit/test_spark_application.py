@@ -1,6 +1,6 @@
 """The copy SparkApplication (workloads/spark_application.py): the Job's name, labels and arguments with the
-Spark engine, sizes from compute.sparkApplication, the credentials Secret on driver and executors and never a
-value; the application's state and phase; and the driver's entry module."""
+Spark engine, sizes from compute.sparkApplication, the credentials and keytab Secrets on driver and executors and
+never a value; the application's state and phase; and the driver's entry module."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from support.copy_runs import copy_run as run
 
 from hivecat.commands import spark_copy
 from hivecat.specs.clusterstorage import SparkApplicationSettings
-from hivecat.workloads.copy_job import CREDENTIALS_DIR, copy_job, copy_name
+from hivecat.specs.kerberos import KerberosSpec
+from hivecat.workloads.copy_job import CREDENTIALS_DIR, KERBEROS_CONFIG_DIR, KEYTAB_DIR, copy_job, copy_name
 from hivecat.workloads.spark_application import (ENTRY_FILE, spark_application, spark_application_phase,
                                                  spark_application_state)
 
@@ -74,6 +75,25 @@ def test_credentials_secret_mounted_where_the_engine_reads_it_on_driver_and_exec
                                                  "capabilities": {"drop": ["ALL"]}}
     text = json.dumps(spec)
     assert not any(value in text for value in SECRET_VALUES) and "secretKeyRef" not in text
+
+
+def test_a_kerberized_secondary_gets_the_keytab_and_realms_on_driver_and_executors() -> None:
+    login = KerberosSpec("etl-a@CORP.EXAMPLE.COM", "etl-keytab", "etl.keytab")
+    spec = spark_application(run(kerberos=login, kerberos_config="orders-dr-krb5",
+                                 kerberos_config_keys=("krb5.conf", "webhdfs-ca.pem"),
+                                 webhdfs_endpoints="nn:8020=https://nn:9871"), SPARK)["spec"]
+    for role in ("driver", "executor"):
+        assert spec[role]["secrets"] == [{"name": "etl-keytab", "path": KEYTAB_DIR, "secretType": "Generic"}]
+        assert spec[role]["configMaps"] == [{"name": "orders-dr-krb5", "path": KERBEROS_CONFIG_DIR}]
+        env = {e["name"]: e["value"] for e in spec[role]["env"]}
+        assert env["HIVECAT_KERBEROS_KEYTAB"] == f"{KEYTAB_DIR}/etl.keytab"  # the whole Secret: the key's file
+        assert env["HIVECAT_KERBEROS_PRINCIPAL"] == "etl-a@CORP.EXAMPLE.COM"
+        assert env["KRB5_CONFIG"] == f"{KERBEROS_CONFIG_DIR}/krb5.conf" and env["KRB5CCNAME"].startswith("MEMORY:")
+        assert env["HIVECAT_WEBHDFS_CA_BUNDLE"] == f"{KERBEROS_CONFIG_DIR}/webhdfs-ca.pem"
+    # the Job maps the one key to its own file name, as before
+    job_env = {e["name"]: e["value"] for e in copy_job(run(kerberos=login))["spec"]["template"]["spec"]
+               ["containers"][0]["env"]}
+    assert job_env["HIVECAT_KERBEROS_KEYTAB"] == f"{KEYTAB_DIR}/keytab"
 
 
 def _app(state: str | None, **more: Any) -> dict[str, Any]:

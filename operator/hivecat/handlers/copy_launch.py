@@ -96,10 +96,6 @@ class LiveWorkloadPorts:
 
     def _kerberos_config(self, spec: ClusterStorageSpec) -> tuple[str | None, dict[str, str]]:
         """The ConfigMap (name, data) a copy pod on an hdfs:// secondary mounts for its realms and CA, if any."""
-        if spec.kerberos is not None and self.workload is not JOB:
-            raise SpecInvalid(reasons.COMPUTE_INCOMPLETE, f"ClusterStorage {spec.name} is kerberized: its copies run "
-                                                          "as KubernetesJob or Local compute (SparkApplication copies "
-                                                          "do not take a keytab yet)")
         data = _kerberos_config_data(self.storage) if spec.filesystem.startswith("hdfs://") else {}
         return (kerberos_config_name(self.owner["metadata"]["name"], self.secondary.name) if data else None), data
 

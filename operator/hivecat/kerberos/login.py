@@ -5,7 +5,9 @@ filled with kinit. Credentials are acquired through GSS-API's credential-store e
 (gss_acquire_cred_from): a keytab login keeps its tickets in a MEMORY: cache private to that login, so two
 logins in one process (two namespaces' principals in the operator) never share, read or replace each other's
 tickets, and none of them touches the process's default cache (KRB5CCNAME). MIT krb5 gets the first ticket
-from the keytab when it is first needed and a new one when it has expired: a keytab login is renewed for as
+from the keytab when it is first needed. A credential handle does not get a new one by itself once that ticket
+expired (tests/integration/test_kerberos_metastore.py shows krb5's "Ticket expired"), so `credentials` acquires
+the login's credentials anew when less than RENEW_MARGIN of their life is left: a keytab login lives on for as
 long as the keytab is readable. A ticket-cache login is what kinit made: when that ticket expires, the login
 fails (errors.py says so) until the user runs kinit again.
 
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 
 from hivecat.kerberos import keytab
 
+RENEW_MARGIN = 60.0  # seconds of a keytab login's ticket life below which it logs in again
 PRINCIPAL_ENV = "HIVECAT_KERBEROS_PRINCIPAL"
 KEYTAB_ENV = "HIVECAT_KERBEROS_KEYTAB"
 
@@ -73,7 +76,7 @@ def credentials(login: KerberosLogin):
 
     with _lock:
         found = _credentials.get(login)
-        if found is not None:
+        if found is not None and (login.keytab is None or _lifetime(found) > RENEW_MARGIN):
             return found
         if login.keytab is not None:
             if login.principal is None:
@@ -86,6 +89,17 @@ def credentials(login: KerberosLogin):
             raise KerberosError(explain(exc, login)) from None
         _credentials[login] = creds
         return creds
+
+
+def _lifetime(creds) -> float:
+    """Seconds the credentials have left (0 once expired; krb5 says so by an error)."""
+    import gssapi
+
+    try:
+        left = creds.lifetime
+    except gssapi.exceptions.GSSError:
+        return 0.0
+    return float("inf") if left is None else float(left)
 
 
 def forget(login: KerberosLogin) -> None:

@@ -159,8 +159,9 @@ def distcp_arguments(run: CopyRun, engine: str | None = None) -> list[str]:
     return distcp_args(run.plan_uri, copy, digest=run.plan_digest, engine=engine, delete=run.delete)
 
 
-def copy_environment(run: CopyRun) -> list[dict[str, str]]:
-    """The copy engine's settings as env vars: addresses and a directory, never a key."""
+def copy_environment(run: CopyRun, keytab_file: str = KEYTAB_FILE) -> list[dict[str, str]]:
+    """The copy engine's settings as env vars: addresses and a directory, never a key. `keytab_file`: the keytab's
+    file name in KEYTAB_DIR (a SparkApplication mounts the whole Secret, so there it is the Secret's key)."""
     env = []
     if run.s3_endpoint:
         env.append({"name": ENDPOINT_ENVS[0], "value": run.s3_endpoint})
@@ -170,7 +171,7 @@ def copy_environment(run: CopyRun) -> list[dict[str, str]]:
         env.append({"name": WEBHDFS_ENDPOINTS_ENV, "value": run.webhdfs_endpoints})
     if run.kerberos is not None:
         env += [{"name": PRINCIPAL_ENV, "value": run.kerberos.principal},
-                {"name": KEYTAB_ENV, "value": f"{KEYTAB_DIR}/{KEYTAB_FILE}"},
+                {"name": KEYTAB_ENV, "value": f"{KEYTAB_DIR}/{keytab_file}"},
                 {"name": WEBHDFS_PRINCIPAL_ENV, "value": run.kerberos.http_principal},
                 {"name": "KRB5CCNAME", "value": "MEMORY:hivecat-copy"}]  # tickets never on the pod's disk
     elif run.hadoop_user:

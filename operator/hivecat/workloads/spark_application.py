@@ -14,6 +14,12 @@ Secret is mounted in the driver and in every executor at the same path.
 
 Spark writes into its image (work dir, local dirs), so unlike the Job the root filesystem stays writable; the
 pods still refuse root, privilege escalation and every capability.
+
+A kerberized secondary: as in the Job, every process that copies logs in itself from the keytab, so the keytab
+Secret is mounted in the driver and every executor (the Spark operator's `secrets`, which mounts the whole
+Secret: the file is the Secret's key) and the operator's krb5.conf and WebHDFS CA (its ConfigMap, `configMaps`).
+Not Spark's own spark.kerberos.*: hivecat's copier talks to WebHDFS itself, and Spark in cluster mode would ship
+the keytab through a Hadoop file system (spark.kubernetes.file.upload.path), the very cluster it logs in to.
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from hivecat.specs.clusterstorage import SparkApplicationSettings
-from hivecat.workloads.copy_job import (CREDENTIALS_DIR, FAILED, RUNNING, SUCCEEDED, TTL_SECONDS_AFTER_FINISHED,
-                                        CopyRun, copy_environment, copy_metadata, distcp_arguments)
+from hivecat.workloads.copy_job import (CREDENTIALS_DIR, FAILED, KERBEROS_CONFIG_DIR, KEYTAB_DIR, KEYTAB_FILE, RUNNING,
+                                        SUCCEEDED, TTL_SECONDS_AFTER_FINISHED, CopyRun, copy_environment,
+                                        copy_metadata, distcp_arguments)
 
 API_VERSION: Final = "sparkoperator.k8s.io/v1beta2"
 KIND: Final = "SparkApplication"
@@ -40,15 +47,23 @@ _POD_SECURITY: Final = {"allowPrivilegeEscalation": False, "runAsNonRoot": True,
 
 def _pod(run: CopyRun, spark: SparkApplicationSettings, labels: Mapping[str, str], cores: int | None,
          memory: str | None) -> dict[str, Any]:
-    """What driver and executors share: labels, env, the credentials Secret, identity, security, size."""
+    """What driver and executors share: labels, env, the credentials and keytab Secrets, the realms' ConfigMap,
+    identity, security, size."""
     pod: dict[str, Any] = {
         "labels": dict(labels),
-        "env": copy_environment(run),
+        "env": copy_environment(run, run.kerberos.keytab_key if run.kerberos else KEYTAB_FILE),
         "securityContext": dict(_POD_SECURITY),
         "podSecurityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
     }
+    secrets = []
     if run.credentials_secret:
-        pod["secrets"] = [{"name": run.credentials_secret, "path": CREDENTIALS_DIR, "secretType": "Generic"}]
+        secrets.append({"name": run.credentials_secret, "path": CREDENTIALS_DIR, "secretType": "Generic"})
+    if run.kerberos is not None:
+        secrets.append({"name": run.kerberos.keytab_secret, "path": KEYTAB_DIR, "secretType": "Generic"})
+    if secrets:
+        pod["secrets"] = secrets
+    if run.kerberos_config:
+        pod["configMaps"] = [{"name": run.kerberos_config, "path": KERBEROS_CONFIG_DIR}]
     account = spark.service_account or run.service_account
     if account:  # executors too: an IRSA-style role for the store is needed where the bytes are copied
         pod["serviceAccount"] = account
