@@ -17,6 +17,7 @@ and nothing is deployed.
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -29,6 +30,7 @@ from support.hdfs import HdfsCluster, hadoop_jar_dir  # noqa: F401  (fixtures by
 from support.kdc import Kdc, kdc  # noqa: F401  (fixture by name)
 from support.kube_resources import apply, get, password_secret, status_of, wait_for, wait_reason
 from support.policy import grant
+from support.procs import processes
 from support.sales_orders import spark_script
 from support.secure_catalog import LOGIN_SECRET, METASTORE_PRINCIPAL, METASTORE_SECRET, KerberizedCatalog, keytab_secret
 from support.secure_hdfs import kerberized_hdfs  # noqa: F401  (fixture by name)
@@ -85,7 +87,7 @@ def test_wrong_fs_on_a_kerberized_cluster_is_found_and_repaired_over_sasl(
             "dfs.namenode.kerberos.principal": security.service,
             "dfs.data.transfer.protection": security.protection}}]
         journal_url = url.set(database=journal).render_as_string(hide_password=False)
-        run_operator(namespace, env={**kdc.env, "KRB5CCNAME": operator_cache, "HIVECAT_JOURNAL_URL": journal_url,
+        operator = run_operator(namespace, env={**kdc.env, "KRB5CCNAME": operator_cache, "HIVECAT_JOURNAL_URL": journal_url,
                                      "HIVECAT_RECHECK_SECONDS": "2"},
                      grants={"metastoreAddresses": [{"catalog": "sales", "address": f"localhost:{port}"}],
                              "databases": [{"host": url.host}], "storage": [{"prefix": hdfs.uri}],
@@ -137,5 +139,13 @@ def test_wrong_fs_on_a_kerberized_cluster_is_found_and_repaired_over_sasl(
                 assert client.get_table("sales", "orders").sd.location == f"{new}/warehouse/sales.db/orders"
                 assert all(p.sd.location.startswith(f"{new}/") for p in client.get_partitions("sales", "orders", -1))
             assert not [line for line in kdc.issued(since) if line.startswith(intruder)]
+            # No keytab's bytes anywhere but its Secret: objects, status, Events, the operator's log, any command line.
+            seen = [kubectl("get", "-n", namespace, "configmaps,events,hivecatalogs,clusterstorages,deployments,jobs",
+                            "-o", "json").stdout.encode(), operator.log_path.read_bytes(),
+                    b"\n".join(process.cmdline for process in processes())]
+            for keytab in (login.keytab, login.metastore_keytab):
+                data = keytab.read_bytes()
+                for form in (base64.b64encode(data), data[-32:], data[-32:].hex().encode()):
+                    assert not any(form in text for text in seen), keytab.name
     finally:
         drop_database(mariadb_server, journal)
