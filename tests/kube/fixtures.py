@@ -8,7 +8,6 @@ that imports it may fall back to the user's own cluster."""
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,21 +33,12 @@ def report_timings(terminalreporter: pytest.TerminalReporter, tier: str) -> None
         terminalreporter.write_line(f"{tier} timings: {shown}")
 
 
-# scripts/test-tiers.sh runs the operator tier as two processes, each with a control plane of its own, and then
-# tests/operator/test_zz_rbac_audit.py alone: each process leaves its audit log in this directory for it.
-AUDIT_SHARE_ENV = "HIVECAT_AUDIT_SHARE"
-
-
 @pytest.fixture(scope="session")
 def control_plane() -> Iterator[ControlPlane]:
     with ControlPlane(workdir=KUBE_DIR) as plane:
         START_SECONDS["kubernetes control plane"] = round(plane.start_seconds, 1)
         TIMINGS["control plane start"] = plane.start_seconds
         yield plane
-        share = os.environ.get(AUDIT_SHARE_ENV)
-        if share and plane.audit_log is not None and plane.audit_log.is_file():
-            Path(share).mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(plane.audit_log, Path(share) / f"audit-{os.getpid()}.log")
 
 
 @pytest.fixture(scope="session")

@@ -78,7 +78,14 @@ def test_examples_apply_cleanly_and_get_server_defaults(kubectl: Client, crds: N
     for path in EXAMPLES:
         assert "namespace" not in yaml.safe_load(path.read_text())["metadata"], \
             f"{path.name}: examples are applied to a namespace of the user's choice"
-    applied = kubectl("apply", "-n", namespace, "-k", str(EXAMPLES_DIR)).stdout  # as a GitOps tool would
+    try:
+        applied = kubectl("apply", "-n", namespace, "-k", str(EXAMPLES_DIR)).stdout  # as a GitOps tool would
+        applied_cleanly(kubectl, namespace, applied)
+    finally:  # the examples' CatalogPolicy is cluster-scoped: the namespace's deletion leaves it to later tests
+        kubectl("delete", "catalogpolicy", "data-platform", "--ignore-not-found")
+
+
+def applied_cleanly(kubectl: Client, namespace: str, applied: str) -> None:
     assert applied.count(" created") + applied.count(" unchanged") == len(EXAMPLES), applied
     kinds = ",".join([PLURALS[kind] for kind in NAMESPACED] + ["secrets"])
     before = versions(kubectl, namespace, kinds)

@@ -122,10 +122,12 @@ def test_copies_recorded_in_the_metastore_new_partitions_only_and_bookkeeping_re
 
         # The first sync: every unit copied to both secondaries, verified, recorded.
         apply(kubectl, namespace, replica())
-        # in sync, and the sync ended (a pass may find every unit in sync while a copy's process still exits)
+        # in sync, and the copy runs' outcomes in (a pass may find every unit in sync while a copy's process still
+        # exits; its outcome is the next pass's)
         status = wait_for("both copies in sync", lambda: (s := status_of(kubectl, namespace, "orders",
                                                                          "tablereplica")).get("inSync") == "2/2"
-                          and "lastRunId" in s and s, timeout=120)
+                          and all("lastOutcome" in r for r in s["replicas"] if r["role"] == "Secondary") and s,
+                          timeout=120)
         first_run = status["lastRunId"]
         assert status["phase"] == "InSync" and status["active"] == "main" and status["lag"] == "0s"
         secondaries = {r["cluster"]: r for r in status["replicas"] if r["role"] == "Secondary"}

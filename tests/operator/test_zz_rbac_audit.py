@@ -2,20 +2,17 @@
 (tests/kube/controlplane.py), and after the rest of the operator tier this compares what the operator's
 identities (the chart's ServiceAccount, namespaced and cluster-wide) did with what the chart grants: every use
 has a rule, and every rule a use (or a stated reason). Named to run last in the tier; run alone, it has
-nothing to compare and says so, unless it is given the audit logs of the processes that ran the tier
-($HIVECAT_AUDIT_SHARE: scripts/test-tiers.sh runs the tier as two)."""
+nothing to compare and says so."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 import yaml
 from kube.clients import Client
 from kube.controlplane import ControlPlane
-from kube.fixtures import AUDIT_SHARE_ENV
 from kube.identity import CHART
 
 OPERATOR_USERS = ("system:serviceaccount:hivecat-system:hivecat", "system:serviceaccount:hivecat-system:hivecat-cw")
@@ -60,16 +57,11 @@ def used(audit_log: Path) -> set[tuple[str, str, str]]:
 
 def test_the_operator_used_only_what_the_chart_grants_and_the_chart_grants_what_it_uses(
         request: pytest.FixtureRequest, control_plane: ControlPlane, helm: Client) -> None:
-    # `make test` runs the tier as two processes and this test after them, alone, over both audit logs
-    share = os.environ.get(AUDIT_SHARE_ENV)
-    shared = sorted(Path(share).glob("audit-*.log")) if share else []
     others = {item.path.name for item in request.session.items} - {Path(__file__).name}
-    if len(others) < 10 and len(shared) < 2:
+    if len(others) < 10:
         pytest.skip("compares the whole operator tier's requests with the chart: run `pytest tests/operator`")
     assert control_plane.audit_log is not None and control_plane.audit_log.is_file()
     rules, calls = granted(helm), used(control_plane.audit_log)
-    for log in shared:
-        calls |= used(log)
     assert calls, "no request of the operator's identities was audited"
     assert calls <= rules, f"used without a rule (the API server refused them): {sorted(calls - rules)}"
     unused = rules - calls - set(NEEDED_UNSEEN)
