@@ -4,7 +4,7 @@ PYTHON  := $(VENV)/bin/python
 STAMP   := $(VENV)/.hivecat-installed
 PYTEST_ARGS ?=
 
-.PHONY: setup install system control-plane jars test test-unit test-integration test-operator bench demo clean
+.PHONY: setup install system control-plane jars lock test test-unit test-integration test-operator bench demo clean
 
 ## setup: install everything, then run the main job (`hivecat demo`) on its embedded default
 setup: install
@@ -24,7 +24,8 @@ $(STAMP): pyproject.toml | system
 	touch $@
 
 ## control-plane: etcd, kube-apiserver, controller-manager, scheduler and kwok for the operator tier, built
-## from Go modules into ~/.cache/hivecat/k8s (minutes once, seconds after); not needed by setup or the demo
+## from Go modules into ~/.cache/hivecat/k8s (minutes once, seconds after); not needed by setup or the demo.
+## e2e/ builds the real node's kubelet, kube-proxy and CoreDNS the same way, and its images, when it starts.
 control-plane:
 	@bash scripts/build-control-plane.sh >/dev/null
 
@@ -33,6 +34,13 @@ control-plane:
 jars:
 	@bash scripts/fetch-maven.sh hadoop >/dev/null
 	@bash scripts/fetch-hive-metastores.sh all >/dev/null
+
+## lock: requirements.lock from pyproject.toml, every package the image installs pinned with its hashes, for
+## the image's Python (3.11 on Linux); run it after changing a dependency (tests/unit/test_image.py checks it)
+lock: install
+	$(PYTHON) -m pip install --quiet uv
+	$(VENV)/bin/uv pip compile pyproject.toml --extra image-build --generate-hashes --python-version 3.11 \
+		--python-platform x86_64-manylinux_2_28 --custom-compile-command "make lock" --quiet -o requirements.lock
 
 ## test: every tier plus each benchmark in --small mode, the three tiers side by side (scripts/test-tiers.sh);
 ## pytest's exit 5 (no tests ran) fails too

@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes control plane the operator tier runs against, from Go modules only:
 # kube-apiserver, kube-controller-manager, kube-scheduler (k8s.io/kubernetes), etcd and kwok.
+# With `node`, the real node's binaries instead (tests/kube/node.py): kubelet and kube-proxy
+# (k8s.io/kubernetes) and CoreDNS, the cluster DNS.
 # Binaries go to a cache outside the checkout keyed by versions; a second run only checks them.
 # A binary already in $KUBEBUILDER_ASSETS (envtest's convention) is used as it is and not built.
 # Prints the bin directory on its last line (tests read it from $HIVECAT_K8S_BIN or rerun this).
+# Usage: build-control-plane.sh [node]
 set -euo pipefail
 
 K8S_VERSION=v1.35.4      # one patch release; kubectl from the npm layer is v1.35 too
 ETCD_VERSION=v3.6.16
 KWOK_VERSION=v0.8.0
-BINARIES=(kube-apiserver kube-controller-manager kube-scheduler etcd kwok)
+COREDNS_VERSION=v1.12.4
 
-CACHE="${HIVECAT_CACHE:-$HOME/.cache/hivecat}/k8s/${K8S_VERSION}-etcd${ETCD_VERSION}-kwok${KWOK_VERSION}"
+ROOT="${HIVECAT_CACHE:-$HOME/.cache/hivecat}/k8s"
+if [ "${1:-}" = node ]; then
+  BINARIES=(kubelet kube-proxy coredns)
+  CACHE="$ROOT/node-${K8S_VERSION}-coredns${COREDNS_VERSION}"
+else
+  BINARIES=(kube-apiserver kube-controller-manager kube-scheduler etcd kwok)
+  CACHE="$ROOT/${K8S_VERSION}-etcd${ETCD_VERSION}-kwok${KWOK_VERSION}"
+fi
 BIN="$CACHE/bin"
 log() { printf 'control-plane: %s\n' "$*" >&2; }
 
@@ -68,7 +78,9 @@ package tools
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )
 GO
   go mod tidy >/dev/null
@@ -76,7 +88,7 @@ GO
   local ldflags="-s -w -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
   ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
   local name
-  for name in kube-apiserver kube-controller-manager kube-scheduler; do
+  for name in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
     want "$name" || continue
     log "building $name $K8S_VERSION"
     go build -trimpath -ldflags "$ldflags" -o "$BIN/$name.tmp" "k8s.io/kubernetes/cmd/$name"
@@ -109,6 +121,15 @@ GO
   mv "$BIN/etcd.tmp" "$BIN/etcd"
 }
 
+# --- CoreDNS ----------------------------------------------------------------------------------
+build_coredns() {
+  log "building coredns $COREDNS_VERSION"
+  local gobin="$CACHE/src/coredns-bin"
+  mkdir -p "$gobin"
+  GOBIN="$gobin" GOFLAGS= go install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
+  mv "$gobin/coredns" "$BIN/coredns"
+}
+
 # --- kwok -------------------------------------------------------------------------------------
 build_kwok() {
   log "building kwok $KWOK_VERSION"
@@ -120,7 +141,10 @@ build_kwok() {
 }
 
 log "building ${missing[*]} into $BIN (first time only; Go's module and build caches are reused)"
-if want kube-apiserver || want kube-controller-manager || want kube-scheduler; then timed build_kubernetes; fi
+if want kube-apiserver || want kube-controller-manager || want kube-scheduler || want kubelet || want kube-proxy; then
+  timed build_kubernetes
+fi
+if want coredns; then timed build_coredns; fi
 if want etcd; then timed build_etcd; fi
 if want kwok; then timed build_kwok; fi
 for name in "${BINARIES[@]}"; do [ -x "$BIN/$name" ] || { log "$name was not built"; exit 1; }; done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # System part of `make setup`/`make test` on Debian: JDK 17, MariaDB + its JDBC driver, PostgreSQL +
-# its JDBC driver, Maven (Hadoop jars for the tests), the `hivecat` database users the tests and the demo
-# connect as, and kubectl + helm (tools/bin).
+# its JDBC driver, Maven (Hadoop jars for the tests), Kerberos, podman/runc/containerd (images and the real
+# test node), the `hivecat` database users the tests and the demo connect as, and kubectl + helm (tools/bin).
 # Idempotent: installs only what is missing, starts only what is stopped.
 set -euo pipefail
 
@@ -25,6 +25,15 @@ command -v krb5-config >/dev/null || missing+=(libkrb5-dev)  # gssapi (PyPI has 
 [ -x /usr/sbin/kadmin.local ] || missing+=(krb5-admin-server)  # kadmin.local: the tests' principals and keytabs
 command -v kinit >/dev/null || missing+=(krb5-user)          # kinit/klist: the tests' ticket caches
 command -v faketime >/dev/null || missing+=(faketime)        # libfaketime: the Kerberos tests' clock skew
+# The image and the real test node (scripts/build-image.sh, tests/kube/node.py): podman builds and runs images
+# with Debian's runc (scripts/containers.conf), debootstrap makes the base image, containerd and the CNI plugins
+# run the node's pods.
+command -v podman >/dev/null || missing+=(podman)
+[ -x /usr/sbin/runc ] || missing+=(runc)
+command -v debootstrap >/dev/null || missing+=(debootstrap)
+command -v containerd >/dev/null || missing+=(containerd)
+[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+command -v iptables >/dev/null || missing+=(iptables)        # kube-proxy's and the CNI plugin's rules
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing ${missing[*]}"
   $SUDO apt-get update -qq

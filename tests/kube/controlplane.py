@@ -22,7 +22,7 @@ from kube.pki import Pki, make_pki
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "scripts" / "build-control-plane.sh"
 KWOK_CONFIG = Path(__file__).with_name("kwok.yaml")
-SERVICE_CIDR = "10.96.0.0/16"  # addresses only: nothing here routes to them (no kube-proxy)
+SERVICE_CIDR = "10.96.0.0/16"  # routed only on the real node (tests/kube/node.py runs kube-proxy)
 SERVICE_IP = "10.96.0.1"  # the `kubernetes` Service, first address of the range
 NODE_NAME = "kwok-node-0"
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
@@ -94,6 +94,9 @@ class ControlPlane:
     pki: Pki | None = None
     start_seconds: float = 0.0
     audit_log: Path | None = None  # JSON lines: every request of a service account (AUDIT_POLICY)
+    # Where the API server listens. Loopback unless pods must reach it: the real node's pods do, through the
+    # `kubernetes` Service, at the node bridge's address (tests/kube/node.py); a pod's 127.0.0.1 is its own.
+    address: str = "127.0.0.1"
 
     @property
     def admin_kubeconfig(self) -> Path:
@@ -130,9 +133,9 @@ class ControlPlane:
     def start(self) -> None:
         self.bin_dir = self.bin_dir or control_plane_bin()
         began = time.monotonic()
-        self.pki = pki = make_pki(self.workdir / "pki", SERVICE_IP)
+        self.pki = pki = make_pki(self.workdir / "pki", SERVICE_IP, self.address)
         etcd_client, etcd_peer, secure_port = free_port(), free_port(), free_port()
-        self.url = f"https://127.0.0.1:{secure_port}"
+        self.url = f"https://{self.address}:{secure_port}"
         write_kubeconfig(self.admin_kubeconfig, self.url, pki.ca_cert,
                          {"client-certificate": str(pki.admin_cert), "client-key": str(pki.admin_key)})
 
@@ -156,10 +159,14 @@ class ControlPlane:
             "kube-apiserver", f"--etcd-servers=http://127.0.0.1:{etcd_client}",
             f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}", "--audit-log-format=json",
             "--audit-log-maxsize=0",
-            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={secure_port}",
-            "--endpoint-reconciler-type=none",  # the `kubernetes` Service cannot point at a loopback address
+            f"--bind-address={self.address}", f"--advertise-address={self.address}", f"--secure-port={secure_port}",
+            # the `kubernetes` Service cannot point at a loopback address; elsewhere it points at the API server
+            f"--endpoint-reconciler-type={'none' if self.address == '127.0.0.1' else 'lease'}",
             f"--tls-cert-file={pki.serving_cert}", f"--tls-private-key-file={pki.serving_key}",
-            f"--client-ca-file={pki.ca_cert}", "--authorization-mode=RBAC",
+            f"--client-ca-file={pki.ca_cert}", "--authorization-mode=Node,RBAC",
+            # `kubectl logs` of a real node's pods: the admin identity, which the kubelet's webhook authorizes
+            f"--kubelet-client-certificate={pki.admin_cert}", f"--kubelet-client-key={pki.admin_key}",
+            "--kubelet-preferred-address-types=InternalIP",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={pki.sa_pub}", f"--service-account-signing-key-file={pki.sa_key}",
             f"--service-cluster-ip-range={SERVICE_CIDR}", "--allow-privileged=true",

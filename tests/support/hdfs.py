@@ -12,7 +12,9 @@ the same namespace and blocks on another port (what a namenode move looks like t
     cluster.stop()
     cluster.start(rpc_port=other_port)  # same data, new authority (format defaults to False)
 
-Both the namenode RPC and its HTTP (WebHDFS) server listen on 127.0.0.1. `start` returns when the manager
+Both the namenode RPC and its HTTP (WebHDFS) server listen on 127.0.0.1. With `advertised` (the real test
+node's bridge address, which forwards to loopback: tests/kube/node.py `expose`), the cluster is named by that
+address instead (its URI, and the datanode's name in WebHDFS redirects), so pods reach it too. `start` returns when the manager
 reports the cluster up (MiniDFSCluster.waitActive: the datanode registered and sent its block report),
 WebHDFS answers GETFILESTATUS / and the namenode is out of safe mode.
 """
@@ -34,12 +36,14 @@ from hivecat.jvm import JAVA_MODULE_OPTIONS
 from hivecat.local.processes import stop_process_group
 from hivecat.local.hadoop import FETCH_SCRIPT, hadoop_jars, java_executable, run_distcp  # noqa: F401  (names kept)
 from hivecat.local.net import free_port, port_open
+from support.notification_log import compiled
 
 if TYPE_CHECKING:
     from support.secure_hdfs import HdfsSecurity
 
 REPO = Path(__file__).resolve().parents[2]
 MAIN_CLASS = "org.apache.hadoop.mapreduce.MiniHadoopClusterManager"
+NAMED_LAUNCHER = REPO / "tests" / "java" / "NamedMiniDfs.java"
 # What MiniHadoopClusterManager logs once MiniDFSCluster.build() (which waits for the datanode) returned.
 READY_LINE = "Started MiniDFSCluster -- namenode on port"
 SAFE_MODE_LEFT = "STATE* Leaving safe mode"
@@ -49,8 +53,9 @@ class HdfsCluster:
     """One MiniDFSCluster process over a fixed data directory; restartable on other ports."""
 
     def __init__(self, workdir: Path, jars: Path | None = None, datanodes: int = 1,
-                 security: HdfsSecurity | None = None) -> None:
+                 security: HdfsSecurity | None = None, advertised: str = "127.0.0.1") -> None:
         self.workdir = Path(workdir)
+        self.advertised = advertised
         self.jars = jars
         self.datanodes = datanodes
         self.security = security  # Kerberos, SASL data transfer and HTTPS (support.secure_hdfs)
@@ -64,11 +69,11 @@ class HdfsCluster:
 
     @property
     def authority(self) -> str:
-        return f"127.0.0.1:{self.rpc_port}"
+        return f"{self.advertised}:{self.rpc_port}"
 
     @property
     def uri(self) -> str:
-        """hdfs://127.0.0.1:PORT, the prefix every location on this cluster starts with."""
+        """hdfs://127.0.0.1:PORT (or the advertised address), the prefix every location on this cluster starts with."""
         return f"hdfs://{self.authority}"
 
     @property
@@ -90,17 +95,25 @@ class HdfsCluster:
             "dfs.namenode.http-bind-host": "127.0.0.1",
             "dfs.permissions.enabled": "false",  # Spark writes as the local user; no superuser games
             "dfs.replication": "1",
+            # WebHDFS redirects name the datanode by this; RPC clients use the address it registered from
+            **({"dfs.datanode.hostname": self.advertised} if self.advertised != "127.0.0.1" else {}),
             **(self.security.conf(self.http_port) if self.security else {}),
         }
         classpath = f"{self.security.conf_dir}:{jars}/*" if self.security else f"{jars}/*"
+        defines = [arg for key, value in conf.items() for arg in ("-D", f"{key}={value}")]
+        jvm = [java_executable(), "-Xmx768m", *JAVA_MODULE_OPTIONS,
+               *(self.security.jvm_options if self.security else []),
+               f"-Djava.io.tmpdir={self.workdir / 'tmp'}", f"-Dtest.build.data={self.workdir / 'build'}"]
+        if self.advertised != "127.0.0.1":  # a launcher that lets the datanode keep its configured name
+            assert self.datanodes == 1 and not self.security
+            classes = compiled(NAMED_LAUNCHER, [f"{jars}/*"])
+            return [*jvm, "-cp", f"{classes}:{classpath}", NAMED_LAUNCHER.stem,
+                    str(self.rpc_port), str(self.http_port), str(format).lower(), *defines]
         return [
-            java_executable(), "-Xmx768m", *JAVA_MODULE_OPTIONS, *(self.security.jvm_options if self.security else []),
-            f"-Djava.io.tmpdir={self.workdir / 'tmp'}", f"-Dtest.build.data={self.workdir / 'build'}",
-            "-cp", classpath, MAIN_CLASS,
+            *jvm, "-cp", classpath, MAIN_CLASS,
             "-nomr", "-datanodes", str(self.datanodes),
             "-nnport", str(self.rpc_port), "-nnhttpport", str(self.http_port),
-            *(["-format"] if format else []),
-            *(arg for key, value in conf.items() for arg in ("-D", f"{key}={value}")),
+            *(["-format"] if format else []), *defines,
         ]
 
     def start(self, *, format: bool = False, rpc_port: int | None = None, http_port: int | None = None,
@@ -176,6 +189,12 @@ class HdfsCluster:
         with urllib.request.urlopen(url, timeout=5, context=context) as response:
             beans = json.load(response).get("beans", [])
         return beans[0] if beans else {}
+
+    def datanode_ports(self) -> list[int]:
+        """The datanodes' HTTP ports (WebHDFS OPEN and CREATE are redirected there) and data transfer ports
+        (Hadoop clients read and write blocks there)."""
+        live = json.loads(self.jmx("Hadoop:service=NameNode,name=NameNodeInfo").get("LiveNodes") or "{}")
+        return sorted(int(node[key].rsplit(":", 1)[1]) for node in live.values() for key in ("infoAddr", "xferaddr"))
 
     def webhdfs(self, op: str, path: str, method: str = "GET", **params: str) -> dict:
         query = "&".join([f"op={op}", *(f"{k}={v}" for k, v in params.items())])

@@ -148,7 +148,7 @@ def test_job_state(job: dict[str, Any] | None, state: str) -> None:
     assert job_state(job) == state
 
 
-def test_a_kerberized_secondarys_keytab_is_one_file_only_the_pods_user_reads() -> None:
+def test_a_kerberized_secondarys_keytab_is_one_file_only_the_pod_reads() -> None:
     from hivecat.specs.kerberos import KerberosSpec
     from hivecat.workloads.copy_job import KEYTAB_DIR, kerberos_config_map, kerberos_config_name
 
@@ -160,6 +160,9 @@ def test_a_kerberized_secondarys_keytab_is_one_file_only_the_pods_user_reads() -
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["keytab"]["secret"] == {"secretName": "team-a-keytab", "defaultMode": 0o400,
                                            "items": [{"key": "etl.keytab", "path": "keytab"}]}
+    # the kubelet gives the root-owned file this group, group-readable: the image's user reads it (e2e proves it)
+    assert pod["securityContext"]["fsGroup"] == 10001 and "fsGroup" not in copy_job(run())["spec"]["template"][
+        "spec"]["securityContext"]
     assert volumes["kerberos-config"]["configMap"] == {"name": config}
     env = {e["name"]: e["value"] for e in container(job)["env"]}
     assert env["HIVECAT_KERBEROS_PRINCIPAL"] == "etl-a@CORP.EXAMPLE.COM"

@@ -100,6 +100,8 @@ def test_the_metastore_serves_sasl_only_with_its_keytab_as_one_file() -> None:
     pod = metastore_deployment(spec, "h", krb5_conf=True)["spec"]["template"]["spec"]
     assert {"name": "keytab", "secret": {"secretName": "hive-keytab", "defaultMode": 0o400,
                                          "items": [{"key": "hive.keytab", "path": "keytab"}]}} in pod["volumes"]
+    assert pod["securityContext"] == {"fsGroup": 10001}  # the image's user reads the root-owned file (e2e)
+    assert "securityContext" not in metastore_deployment(parse(None), "h")["spec"]["template"]["spec"]
     env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
     assert env["HIVECAT_METASTORE_KEYTAB"] == "/var/run/secrets/hivecat/metastore/keytab"
     assert env["HIVE_METASTORE_HADOOP_OPTS"] == "-Djava.security.krb5.conf=/etc/hive-conf/krb5.conf"

@@ -45,3 +45,29 @@ def test_the_spark_copy_entry_file_is_linked_where_spark_applications_look() -> 
     import hivecat.commands.spark_copy as entry  # the file the link points at
 
     assert Path(entry.__file__).is_file()
+
+
+def test_the_lock_pins_every_dependency_with_hashes_within_pyproject_ranges() -> None:
+    """requirements.lock (what the image installs, `make lock`) is current with pyproject.toml: every
+    dependency and image-build tool pinned to a version its range allows, and every pin has hashes."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    lock = (REPO / "requirements.lock").read_text()
+    entries = re.split(r"\n(?=[A-Za-z0-9])", lock.strip())
+    pins = {}
+    for entry in entries:
+        if entry.startswith("#"):  # the header
+            continue
+        name, version = re.match(r"([A-Za-z0-9_.-]+)==(\S+)", entry).groups()
+        assert "--hash=sha256:" in entry, f"{name} has no hash"
+        pins[canonicalize_name(name)] = version
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    for spec in [*project["dependencies"], *project["optional-dependencies"]["image-build"]]:
+        requirement = Requirement(spec)
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"{name} is not in requirements.lock: run `make lock`"
+        assert requirement.specifier.contains(pins[name], prereleases=True), (name, pins[name], str(requirement))
+    assert "--require-hashes" in DOCKERFILE.read_text()

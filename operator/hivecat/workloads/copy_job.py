@@ -39,6 +39,7 @@ from hivecat.replication.launch import distcp_args
 from hivecat.replication.launch.workload import ANNOTATION_PLAN, ANNOTATION_PLAN_DIGEST, ANNOTATION_RUN
 from hivecat.specs.kerberos import KerberosSpec
 from hivecat.specs.tablereplica import CopySettings
+from hivecat.workloads.keytab_volume import KEYTAB_FILE, KEYTAB_FS_GROUP, keytab_volume
 from hivecat.workloads.labels import MAX_NAME, label_value
 
 CONTAINER: Final = "distcp"
@@ -55,7 +56,6 @@ CREDENTIALS_DIR: Final = "/var/run/secrets/hivecat/s3"
 CREDENTIALS_VOLUME: Final = "s3-credentials"
 KEYTAB_DIR: Final = "/var/run/secrets/hivecat/kerberos"
 KEYTAB_VOLUME: Final = "keytab"
-KEYTAB_FILE: Final = "keytab"
 KERBEROS_CONFIG_DIR: Final = "/etc/hivecat/kerberos"
 KERBEROS_CONFIG_VOLUME: Final = "kerberos-config"
 KRB5_CONF, WEBHDFS_CA = "krb5.conf", "webhdfs-ca.pem"
@@ -223,17 +223,16 @@ def copy_job(run: CopyRun) -> dict[str, Any]:
     volumes: list[dict[str, Any]] = [{"name": TMP_VOLUME, "emptyDir": {}}]
     if run.credentials_secret:
         volumes.append({"name": CREDENTIALS_VOLUME, "secret": {"secretName": run.credentials_secret}})
-    if run.kerberos is not None:  # the one key, as one file only the pod's user reads
-        volumes.append({"name": KEYTAB_VOLUME, "secret": {
-            "secretName": run.kerberos.keytab_secret, "defaultMode": 0o400,
-            "items": [{"key": run.kerberos.keytab_key, "path": KEYTAB_FILE}]}})
+    if run.kerberos is not None:  # the one key, as one file only the pod reads
+        volumes.append(keytab_volume(KEYTAB_VOLUME, run.kerberos.keytab_secret, run.kerberos.keytab_key))
     if run.kerberos_config:
         volumes.append({"name": KERBEROS_CONFIG_VOLUME, "configMap": {"name": run.kerberos_config}})
     pod: dict[str, Any] = {
         "restartPolicy": "Never",
         "automountServiceAccountToken": False,  # distcp never calls the Kubernetes API
         "enableServiceLinks": False,
-        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"},
+                            **({"fsGroup": KEYTAB_FS_GROUP} if run.kerberos is not None else {})},
         "containers": [_container(run)],
         "volumes": volumes,
     }

@@ -26,6 +26,7 @@ from hivecat.catalog.hive_site import hive_site_xml, mariadb_jdbc, postgresql_jd
 from hivecat.kinds import ANNOTATION_CONFIG_HASH, COMPONENT
 from hivecat.specs.mode import HIVE_SITE
 from hivecat.specs.hivecatalog import DatabaseSpec, HiveCatalogSpec
+from hivecat.workloads.keytab_volume import KEYTAB_FILE, KEYTAB_FS_GROUP, keytab_volume
 from hivecat.workloads.labels import METASTORE, METASTORE_CONFIG, catalog_labels, object_name
 
 CONTAINER: Final = "metastore"
@@ -50,7 +51,6 @@ CORE_SITE_KEY: Final = "core-site.xml"
 KRB5_CONF_KEY: Final = "krb5.conf"
 KEYTAB_ENV: Final = "HIVECAT_METASTORE_KEYTAB"
 KEYTAB_DIR: Final = "/var/run/secrets/hivecat/metastore"
-KEYTAB_FILE: Final = "keytab"
 KEYTAB_VOLUME: Final = "keytab"
 JVM_OPTIONS_ENV: Final = "HIVE_METASTORE_HADOOP_OPTS"
 SASL_PROPERTY: Final = "hive.metastore.sasl.enabled"
@@ -208,10 +208,9 @@ def metastore_deployment(spec: HiveCatalogSpec, config_hash: str, krb5_conf: boo
     its ConfigMap holds the operator's krb5.conf (metastore_config_map)."""
     labels = catalog_labels(spec.name, COMPONENT.metastore)
     volumes: list[dict[str, Any]] = [{"name": CONF_VOLUME, "configMap": {"name": metastore_config_map_name(spec)}}]
-    if spec.kerberos is not None:  # the one key, as one file only the pod's user reads
-        volumes.append({"name": KEYTAB_VOLUME, "secret": {
-            "secretName": spec.kerberos.metastore_keytab_secret, "defaultMode": 0o400,
-            "items": [{"key": spec.kerberos.metastore_keytab_key, "path": KEYTAB_FILE}]}})
+    if spec.kerberos is not None:  # the one key, as one file only the pod reads
+        volumes.append(keytab_volume(KEYTAB_VOLUME, spec.kerberos.metastore_keytab_secret,
+                                     spec.kerberos.metastore_keytab_key))
     derby = _database(spec).dialect == "derby"
     if derby:
         volumes.append({"name": DERBY_VOLUME, "emptyDir": {}})
@@ -229,6 +228,7 @@ def metastore_deployment(spec: HiveCatalogSpec, config_hash: str, krb5_conf: boo
                 "spec": {
                     "automountServiceAccountToken": False,  # the metastore never calls the Kubernetes API
                     "enableServiceLinks": False,  # no <SERVICE>_PORT variables clashing with Hive's scripts
+                    **({"securityContext": {"fsGroup": KEYTAB_FS_GROUP}} if spec.kerberos is not None else {}),
                     "containers": [_container(spec, krb5_conf)],
                     "volumes": volumes,
                 },
