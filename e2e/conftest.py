@@ -15,6 +15,10 @@ from kube.images import build_image
 from kube.node import BRIDGE_ADDRESS, RealNode, create_bridge, delete_bridge
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    report_timings(terminalreporter, "e2e")
+
+
 def _built(name: str) -> str:
     """scripts/build-image.sh NAME, timed: minutes when the image's inputs changed, else about a second."""
     began = time.monotonic()

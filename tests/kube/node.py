@@ -46,6 +46,8 @@ NODE_SELECTOR = {"hivecat.io/node": "real"}
 HOST_CHAINS = {"PREROUTING": "HIVECAT-HOST-PRE", "OUTPUT": "HIVECAT-HOST-OUT", "INPUT": "HIVECAT-HOST-IN",
                "POSTROUTING": "HIVECAT-HOST-POST"}
 KUBELET_CHAINS = ("KUBE-FIREWALL", "KUBE-KUBELET-CANARY", "KUBE-IPTABLES-HINT")
+# Host-wide settings kube-proxy turns on (localhost node ports), put back when the node stops.
+KUBE_PROXY_SYSCTLS = ("/proc/sys/net/ipv4/conf/all/route_localnet",)
 
 
 def node_bin() -> Path:
@@ -106,6 +108,7 @@ class RealNode:
     start_seconds: float = 0.0
     _netns_before: set[str] = field(default_factory=set)
     _exposed: list[int] = field(default_factory=list)
+    _sysctls: dict[str, str] = field(default_factory=dict)  # host settings kube-proxy changes, as they were
 
     @property
     def socket(self) -> Path:
@@ -133,6 +136,7 @@ class RealNode:
         binaries = node_bin()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._netns_before = set(os.listdir("/var/run/netns")) if os.path.isdir("/var/run/netns") else set()
+        self._sysctls = {path: Path(path).read_text() for path in KUBE_PROXY_SYSCTLS}
         pause = build_image("pause")
         self._start_containerd(pause)
         self._load_images((pause, *self.images))
@@ -378,6 +382,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         _remove_chains("iptables", ("nat",), tuple(HOST_CHAINS.values()))
         for tool in ("iptables", "ip6tables"):
             _remove_chains(tool, ("filter", "mangle", "nat"), KUBELET_CHAINS)
+        for path, value in self._sysctls.items():
+            Path(path).write_text(value)
         self._exposed.clear()
         self.components.clear()
         self._unmount()
