@@ -52,9 +52,10 @@ def run_pod(kubectl: Client, name: str, spec: dict, image: str, keytab: str, tmp
 def test_the_kerberized_copy_job_and_metastore_read_their_keytab_and_only_they(
         real_node, kubectl: Client, hivecat_image: str, metastore_image: str, tmp_path: Path) -> None:
     kubectl("create", "namespace", NS)
-    kubectl("create", "secret", "generic", "etl-keytab", "-n", NS, f"--from-file=keytab={_write(tmp_path, KEYTAB)}")
-    kubectl("create", "secret", "generic", "hive-keytab", "-n", NS,
-            f"--from-file=hive.keytab={_write(tmp_path, KEYTAB)}")
+    keytab = tmp_path / "keytab"
+    keytab.write_bytes(KEYTAB)
+    kubectl("create", "secret", "generic", "etl-keytab", "-n", NS, f"--from-file=keytab={keytab}")
+    kubectl("create", "secret", "generic", "hive-keytab", "-n", NS, f"--from-file=hive.keytab={keytab}")
 
     run = copy.CopyRun(replica="orders", namespace=NS, catalog="sales", secondary="dr", run_id="r1",
                        plan_uri="file:///tmp/plan.json", plan_digest="sha256:" + "0" * 64, image=hivecat_image,
@@ -82,9 +83,3 @@ def test_the_kerberized_copy_job_and_metastore_read_their_keytab_and_only_they(
     assert (uid, read) == ("1000", "True"), (mode, owner, group, uid)  # hive, as in apache/hive
     assert mode.endswith("0") and owner == "0", (mode, owner, group)
     kubectl("delete", "namespace", NS, "--wait=false")
-
-
-def _write(tmp_path: Path, data: bytes) -> Path:
-    path = tmp_path / f"keytab-{len(list(tmp_path.iterdir()))}"
-    path.write_bytes(data)
-    return path

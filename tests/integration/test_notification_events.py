@@ -28,8 +28,9 @@ from hivecat.local.java import spark_jars_dir
 from hivecat.local.metastore import MetastoreDatabase, MetastoreServer
 from hivecat.local.scratch_db import create_database, drop_database
 from support.hive_metastores import RELEASES, StandaloneMetastore, database_v3, release_home
+from support.java_build import compiled
 from support.notification_log import (
-    JAVA, LISTENER_CONF, STAND_IN_CONF, STAND_IN_LISTENER, EventReader, compiled, listener_jar,
+    JAVA, LISTENER_CONF, STAND_IN_CONF, STAND_IN_LISTENER, EventReader, listener_jar,
 )
 from support.services import unique_name
 

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import requests
 import yaml
 
 from kube.controlplane import REPO, Component, ControlPlane, free_port
@@ -344,7 +345,6 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 
     @staticmethod
     def _wait_http(url: str, component: Component, timeout: float = 30) -> None:
-        import requests
         deadline = time.monotonic() + timeout
         while True:
             component.check_alive()

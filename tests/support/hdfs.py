@@ -36,7 +36,7 @@ from hivecat.jvm import JAVA_MODULE_OPTIONS
 from hivecat.local.processes import stop_process_group
 from hivecat.local.hadoop import FETCH_SCRIPT, hadoop_jars, java_executable, run_distcp  # noqa: F401  (names kept)
 from hivecat.local.net import free_port, port_open
-from support.notification_log import compiled
+from support.java_build import compiled
 
 if TYPE_CHECKING:
     from support.secure_hdfs import HdfsSecurity

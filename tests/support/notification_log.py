@@ -19,6 +19,7 @@ from pathlib import Path
 
 from hivecat.local.java import java_executable
 from support.hive_metastores import FETCH_SCRIPT, cache_root
+from support.java_build import CLASSES_CACHE, compiled, javac
 
 LISTENER = "org.apache.hive.hcatalog.listener.DbNotificationListener"
 LISTENER_CONF = {"hive.metastore.transactional.event.listeners": LISTENER,
@@ -41,11 +42,6 @@ def listener_jar(version: str) -> str:
     return str(jar)
 
 
-def _javac() -> str:
-    javac = Path(java_executable()).with_name("javac")
-    return str(javac) if javac.exists() else "javac"
-
-
 @dataclass(frozen=True)
 class Event:
     """One event as Hive's deserializer decoded it (see NotificationCheck.describe)."""
@@ -56,41 +52,24 @@ class Event:
         return self.fields.get(name)
 
 
-def compiled(source: Path, classpath: list[str]) -> Path:
-    """A directory holding `source` compiled against `classpath`, cached by their digest (beside the Maven
-    cache), so a warm run compiles nothing."""
-    digest = hashlib.sha256((source.read_text() + "\0".join(classpath)).encode()).hexdigest()[:16]
-    classes = cache_root().parent / "java-classes" / f"{source.stem}-{digest}"
-    if not (classes / f"{source.stem}.class").exists():
-        partial = Path(f"{classes}.{os.getpid()}.partial")
-        partial.mkdir(parents=True, exist_ok=True)
-        subprocess.run([_javac(), "-nowarn", "-d", str(partial), "-cp", os.pathsep.join(classpath), str(source)],
-                       check=True, capture_output=True, timeout=120)
-        try:
-            os.rename(partial, classes)
-        except OSError:  # another worker compiled it first
-            pass
-    return classes
-
-
 def stand_in_listener_jar(classpath: list[str]) -> Path:
     """StandInNotificationListener under Hive's own name (org.apache.hive.hcatalog.listener.DbNotificationListener)
     in a jar: what the stand-in of a 4.0.x image (tests/support/hive_image.py) keeps where Apache Hive's
     distribution keeps hive-hcatalog-server-extensions, so the provisioned metastore's configuration runs
-    unchanged. Cached like `compiled`."""
+    unchanged. Cached like `support.java_build.compiled`."""
     source = (JAVA / f"{STAND_IN_LISTENER}.java").read_text()
     renamed = "package org.apache.hive.hcatalog.listener;\n" + source.replace(STAND_IN_LISTENER, "DbNotificationListener")
     digest = hashlib.sha256((renamed + "\0".join(classpath)).encode()).hexdigest()[:16]
-    jar = cache_root().parent / "java-classes" / f"stand-in-listener-{digest}.jar"
+    jar = CLASSES_CACHE / f"stand-in-listener-{digest}.jar"
     if jar.exists():
         return jar
     work = Path(f"{jar}.{os.getpid()}.partial")
     target = work / "src" / "org" / "apache" / "hive" / "hcatalog" / "listener" / "DbNotificationListener.java"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(renamed)
-    subprocess.run([_javac(), "-nowarn", "-d", str(work / "classes"), "-cp", os.pathsep.join(classpath), str(target)],
+    subprocess.run([javac(), "-nowarn", "-d", str(work / "classes"), "-cp", os.pathsep.join(classpath), str(target)],
                    check=True, capture_output=True, timeout=120)
-    subprocess.run([str(Path(_javac()).with_name("jar")), "cf", f"{jar}.{os.getpid()}", "-C", str(work / "classes"), "."],
+    subprocess.run([str(Path(javac()).with_name("jar")), "cf", f"{jar}.{os.getpid()}", "-C", str(work / "classes"), "."],
                    check=True, capture_output=True, timeout=120)
     os.replace(f"{jar}.{os.getpid()}", jar)
     return jar

@@ -10,6 +10,7 @@ URLs without a database part); the defaults are the users that `make setup` crea
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import subprocess
@@ -59,29 +60,29 @@ def _start_command(kind: str) -> list[str] | None:
 
 def _stop_command(kind: str) -> list[str]:
     if kind == "mariadb":
-        return ["start-stop-daemon", "--stop", "--oknodo", "--exec", "/usr/sbin/mariadbd"]
+        return ["start-stop-daemon", "--stop", "--oknodo", "--retry", "60", "--exec", "/usr/sbin/mariadbd"]  # waits
     versions = sorted(os.listdir("/etc/postgresql"))
     return ["pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main", "stop"]
 
 
 def _database_server(kind: str, url: str) -> Iterator[str]:
-    """Yield a server URL that answers; start the server first if it is installed but stopped."""
+    """Yield a server URL that answers; start the server first if it is installed but stopped.
+
+    `make test` runs several pytest processes that share the machine's server: each holds a shared lock on
+    a file while it uses the server, and only the last one out stops a server that a test process started
+    (the marker file says so), never one that was running before."""
     parsed = sa.make_url(url)
     port = parsed.port or (3306 if kind == "mariadb" else 5432)
     began = time.monotonic()
-    started = False
-    if not port_open(port):
-        command = _start_command(kind)
-        if command is None:
-            pytest.fail(f"{kind} is not listening on 127.0.0.1:{port} and is not installed: run `make setup`")
-        if os.geteuid() != 0:
-            pytest.fail(f"{kind} is not listening on 127.0.0.1:{port}; starting it needs root: run `make setup`")
-        subprocess.run(command, check=True, capture_output=True)
-        try:
-            wait_for_port(port, timeout=60)
-        except TimeoutError:
-            pytest.fail(f"started {kind}, but nothing listens on 127.0.0.1:{port} after 60s")
-        started = True
+    lock_path, marker = Path(f"/tmp/hivecat-test-{kind}-{port}.lock"), Path(f"/tmp/hivecat-test-{kind}-{port}.started")
+    lock = open(lock_path, "a")  # noqa: SIM115 - held until the session ends
+    fcntl.flock(lock, fcntl.LOCK_EX)  # one process at a time checks and starts it
+    try:
+        if not port_open(port):
+            _start_server(kind, port)
+            marker.touch()
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_SH)  # in use: the last process out stops what a test process started
     engine = sa.create_engine(parsed.set(database="postgres") if kind == "postgresql" else parsed)
     try:
         with engine.connect() as conn:
@@ -97,9 +98,31 @@ def _database_server(kind: str, url: str) -> Iterator[str]:
         subprocess.run(["mariadb", "-uroot", "-e", "SET GLOBAL max_connections = GREATEST(@@max_connections, 1000)"],
                        check=False, capture_output=True)
     _timed(kind, began)
-    yield url
-    if started:
-        subprocess.run(_stop_command(kind), check=False, capture_output=True)
+    try:
+        yield url
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if marker.exists():
+                subprocess.run(_stop_command(kind), check=False, capture_output=True)
+                marker.unlink()
+        except BlockingIOError:
+            pass  # another process still uses it
+        lock.close()
+
+
+def _start_server(kind: str, port: int) -> None:
+    command = _start_command(kind)
+    if command is None:
+        pytest.fail(f"{kind} is not listening on 127.0.0.1:{port} and is not installed: run `make setup`")
+    if os.geteuid() != 0:
+        pytest.fail(f"{kind} is not listening on 127.0.0.1:{port}; starting it needs root: run `make setup`")
+    subprocess.run(command, check=True, capture_output=True)
+    try:
+        wait_for_port(port, timeout=60)
+    except TimeoutError:
+        pytest.fail(f"started {kind}, but nothing listens on 127.0.0.1:{port} after 60s")
 
 
 @pytest.fixture(scope="session")
