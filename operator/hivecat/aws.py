@@ -30,6 +30,7 @@ class ClientSettings:
     attempts: int | None = None
     timeout: float | None = None
     path_style: bool = False  # S3 addressing for endpoints other than AWS's (MinIO, moto)
+    connections: int | None = None  # kept open per client (None: botocore's 10)
 
 
 def client(service: str, region: str | None, endpoint: str | None = None,
@@ -72,6 +73,8 @@ def _config(settings: ClientSettings) -> Any:
         options.update(connect_timeout=settings.timeout, read_timeout=settings.timeout)
     if settings.path_style:
         options["s3"] = {"addressing_style": "path"}
+    if settings.connections is not None:
+        options["max_pool_connections"] = settings.connections
     return Config(**options)
 
 

@@ -15,7 +15,8 @@ from urllib.parse import unquote, urlparse
 import pytest
 from support.copy_trees import read_tree, uri, write_tree
 
-from hivecat.copy import Copier, CopyOptions, LocalEngine, S3Settings, Storage, single_unit_plan
+from hivecat.copy import Copier, CopyOptions, CopyPlan, LocalEngine, S3Settings, Storage, Unit, single_unit_plan
+from hivecat.copy.storage import parse_uri
 from hivecat.copy.documents import UNIT_MANIFEST, validate
 from hivecat.copy.manifest import MANIFEST_NAME
 
@@ -96,7 +97,14 @@ class CountingProxy(ThreadingHTTPServer):
     def __init__(self, upstream: str) -> None:
         self.upstream = urlparse(upstream)
         self.requests: list[tuple[str, str, bool]] = []
+        self.in_flight = self.most_in_flight = 0  # requests being answered at once (now, at most)
+        self._lock = threading.Lock()
         super().__init__(("127.0.0.1", 0), _ProxyHandler)
+
+    def counted(self, delta: int) -> None:
+        with self._lock:
+            self.in_flight += delta
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
 
     @property
     def endpoint(self) -> str:
@@ -114,9 +122,13 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         upstream = http.client.HTTPConnection(server.upstream.hostname, server.upstream.port, timeout=30)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in ("transfer-encoding", "expect")}
         headers["Content-Length"] = str(len(body))
-        upstream.request(self.command, self.path, body, headers)
-        response = upstream.getresponse()
-        data = response.read()
+        server.counted(+1)
+        try:
+            upstream.request(self.command, self.path, body, headers)
+            response = upstream.getresponse()
+            data = response.read()
+        finally:
+            server.counted(-1)
         self.send_response_only(response.status, response.reason)
         for key, value in response.getheaders():
             if key.lower() not in ("content-length", "transfer-encoding", "connection"):
@@ -230,3 +242,36 @@ def test_delete_removes_odd_target_keys_inside_the_unit_and_nothing_outside(lake
     assert summary["status"] == "succeeded" and summary["totals"]["files_deleted"] == 1
     keys = {o["Key"] for o in lake.list_objects_v2(Bucket="lake")["Contents"]}
     assert {"x", "t/x"} <= keys and "t/dt=1//x" not in keys
+
+
+# --- many units: decided and committed side by side, each failing alone ------------------------------
+
+def test_units_on_s3_are_decided_side_by_side_in_plan_order_and_fail_alone(lake, proxy: CountingProxy,
+                                                                           tmp_path: Path) -> None:
+    units = []
+    for index in range(16):
+        write_tree(tmp_path / "src" / f"dt={index:02d}", {"part-0": f"row {index}".encode()})
+        expected = ("part-0", "absent") if index == 5 else ("part-0",)  # unit 5's source lacks a file
+        units.append(Unit(f"dt={index:02d}", parse_uri(uri(tmp_path / "src" / f"dt={index:02d}")),
+                          parse_uri(f"s3://replica/t/dt={index:02d}"), expected))
+    plan = CopyPlan(tuple(units))
+
+    def run() -> dict:
+        return Copier(plan, CopyOptions(), Storage(S3Settings.from_environment()), LocalEngine(4)).run().to_dict()
+
+    first = run()
+    assert [u["id"] for u in first["units"]] == [u.id for u in units]  # the plan's order, whatever finished first
+    assert [u["id"] for u in first["units"] if u["status"] == "failed"] == ["dt=05"]
+    assert "absent" in first["units"][5]["reason"]
+    copied = s3_tree(lake, "replica", "t")
+    assert {k for k in copied if k.endswith(MANIFEST_NAME)} == {f"dt={i:02d}/{MANIFEST_NAME}" for i in range(16)
+                                                                 if i != 5}
+    assert copied["dt=07/part-0"] == b"row 7" and not [k for k in copied if k.startswith("dt=05/")]
+    assert not [k for k in s3_tree(lake, "replica", "") if ".hivecat-staging" in k]
+
+    proxy.requests.clear()
+    proxy.most_in_flight = 0
+    rerun = run()  # deciding alone: listings and manifest reads, no commit
+    assert [u["status"] for u in rerun["units"]] == ["failed" if i == 5 else "skipped" for i in range(16)]
+    assert not [r for r in proxy.requests if r[0] in ("PUT", "POST", "DELETE")]
+    assert proxy.most_in_flight > 1  # one unit after another would never have two requests out

@@ -6,10 +6,12 @@ units' `adopt`, the manifest's `owner`) are optional, but an older hivecat refus
 (no unknown property is allowed): copy images must be upgraded with the operator.
 
 The unit manifest lists every file of a unit (tens of thousands), and jsonschema spent ~90% of a
-no-change rerun checking those entries. So the manifest's top level goes through jsonschema with the
-items of `files` left out, and each entry through `file_entry_conforms`, a hand-written check of the
-same item schema (the schema stays the contract: tests/unit/test_distcp_fast_check.py proves that
-both accept and reject the same entries). Anything the fast path refuses is validated again by
+no-change rerun checking those entries; a plan and a run summary list every unit (100,000 partitions: ~10 s
+each). So each document's top level goes through jsonschema with the items of its long array left out, and
+each item through a hand-written check of the same item schema (`file_entry_conforms`,
+`plan_unit_conforms`, `unit_result_conforms`; the manifest's top level, read once per unit, by
+`manifest_top_conforms` too; the schema stays the contract: tests/unit/test_distcp_fast_check.py
+proves that both accept and reject the same items). Anything the fast path refuses is validated again by
 jsonschema in full, so error messages are jsonschema's (cut short: a huge invalid value must not become
 a huge message).
 
@@ -92,12 +94,85 @@ def file_entry_conforms(entry: Any) -> bool:
             and type(run_id) is str and len(run_id) >= 1)
 
 
+def _plan_unit_schema() -> dict[str, Any]:
+    return schema(PLAN)["properties"]["units"]["items"]
+
+
+_PLAN_UNIT_REQUIRED = frozenset(_plan_unit_schema()["required"])
+_PLAN_UNIT_KEYS = frozenset(_plan_unit_schema()["properties"])
+_ADOPT_PATTERN = re.compile(_plan_unit_schema()["properties"]["adopt"]["pattern"])
+
+
+def _text(value: Any) -> bool:
+    return type(value) is str and len(value) >= 1
+
+
+def plan_unit_conforms(unit: Any) -> bool:
+    """True exactly when `unit` is valid against the plan's item schema for `units` (a plan of 100,000
+    partitions spent seconds in jsonschema before its first byte was copied)."""
+    if type(unit) is not dict or not unit.keys() >= _PLAN_UNIT_REQUIRED or not unit.keys() <= _PLAN_UNIT_KEYS:
+        return False
+    adopt, expected = unit.get("adopt", ""), unit.get("expected_files", ())
+    return (_text(unit["id"]) and _text(unit["source"]) and _text(unit["target"])
+            and ("adopt" not in unit or (type(adopt) is str and _ADOPT_PATTERN.search(adopt) is not None))
+            and ("expected_files" not in unit or (type(expected) is list and all(_text(p) for p in expected))))
+
+
+_COUNTS = tuple(schema(RUN_SUMMARY)["$defs"]["counts"]["required"])
+_RESULT_REQUIRED = frozenset(schema(RUN_SUMMARY)["properties"]["units"]["items"]["required"]) | frozenset(_COUNTS)
+_STATUSES = tuple(schema(RUN_SUMMARY)["properties"]["units"]["items"]["properties"]["status"]["enum"])
+
+
+def _count(value: Any) -> bool:
+    """JSON Schema's {"type": "integer", "minimum": 0}: 3.0 is an integer, true is not."""
+    return (type(value) is int or (type(value) is float and value.is_integer())) and value >= 0
+
+
+def unit_result_conforms(result: Any) -> bool:
+    """True exactly when `result` is valid against the run summary's item schema for `units` (other
+    properties are allowed there; `seconds` is any number that is not below 0, as jsonschema compares)."""
+    if type(result) is not dict or not result.keys() >= _RESULT_REQUIRED:
+        return False
+    status, reason, seconds = result["status"], result["reason"], result["seconds"]
+    return (type(result["id"]) is str and type(result["source"]) is str and type(result["target"]) is str
+            and type(status) is str and status in _STATUSES
+            and (reason is None or type(reason) is str)
+            and type(seconds) in (int, float) and not seconds < 0
+            and all(_count(result[key]) for key in _COUNTS))
+
+
+_MANIFEST = schema(UNIT_MANIFEST)
+_MANIFEST_REQUIRED, _MANIFEST_KEYS = frozenset(_MANIFEST["required"]), frozenset(_MANIFEST["properties"])
+_OWNER_KEYS = frozenset(_MANIFEST["properties"]["owner"]["properties"])  # each required, no other
+
+
+def manifest_top_conforms(document: dict[str, Any]) -> bool:
+    """True exactly when the unit manifest's top level (its `files` items apart) is valid against its schema:
+    read once per unit, jsonschema's walk of it was most of a no-change rerun of one-file partitions."""
+    keys = document.keys()
+    if not (keys >= _MANIFEST_REQUIRED and keys <= _MANIFEST_KEYS):
+        return False
+    version, committed, owner = document["version"], document["committed_at"], document.get("owner")
+    return (type(version) in (int, float) and version == VERSION  # {"const": 1}: 1.0 is 1, true is not
+            and _text(document["unit_id"]) and _text(document["source"]) and _text(document["run_id"])
+            and type(committed) is str and _date_time(committed)
+            and type(document["files"]) is list
+            and ("owner" not in keys or (type(owner) is dict and owner.keys() == _OWNER_KEYS
+                                         and all(_text(value) for value in owner.values()))))
+
+
+# kind -> the hand-written check of its top level (else jsonschema's, without the long array's items)
+_FAST_TOP = {UNIT_MANIFEST: manifest_top_conforms}
 # kind -> (its long array property, the hand-written check of that array's items)
-_FAST_ITEMS = {UNIT_MANIFEST: ("files", file_entry_conforms)}
+_FAST_ITEMS = {UNIT_MANIFEST: ("files", file_entry_conforms), PLAN: ("units", plan_unit_conforms),
+               RUN_SUMMARY: ("units", unit_result_conforms)}
 
 
 def _conforms_fast(kind: str, document: dict[str, Any]) -> bool:
-    if kind not in _FAST_ITEMS or not _top_level_validator(kind).is_valid(document):
+    if kind not in _FAST_ITEMS:
+        return False
+    top = _FAST_TOP.get(kind)
+    if not (top(document) if top is not None else _top_level_validator(kind).is_valid(document)):
         return False
     array, check = _FAST_ITEMS[kind]
     return all(check(item) for item in document[array])

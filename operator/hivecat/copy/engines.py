@@ -7,6 +7,7 @@ pickled S3 settings are a reference that each executor resolves itself (storage.
 
 from __future__ import annotations
 
+import heapq
 import os
 import tempfile
 import threading
@@ -24,6 +25,7 @@ CopyProgress = Callable[[int, int], None]  # (files done, bytes done)
 AUTO_SPARK_BYTES = 64 * 1024**3
 AUTO_SPARK_FILES = 200_000
 SMALL_PLAN_BYTES_PER_CORE = 1024**3
+LOCAL_BATCH_FILES = 64  # files per batch of the local engine, at most about (see LocalEngine.execute)
 
 
 class Engine(Protocol):
@@ -44,14 +46,25 @@ class LocalEngine:
                 progress: CopyProgress | None = None) -> list[FileResult]:
         if not tasks:
             return []
+        # Batches of similar bytes, several per thread: a future per file cost more than copying a small file
+        # (2,000 x 256 KiB: 0.84x -> 0.91x `cp -r`'s throughput). Results come back in the tasks' order.
+        position = {id(task): index for index, task in enumerate(tasks)}
+        batches = balanced_batches(tasks, max(4 * self.parallelism, -(-len(tasks) // LOCAL_BATCH_FILES)))
+        results: list[FileResult | None] = [None] * len(tasks)
         files = size = 0
         with ThreadPoolExecutor(self.parallelism, thread_name_prefix="hivecat-copy") as pool:
-            futures = [pool.submit(run_task, task, options) for task in tasks]
+            futures = {pool.submit(_run_batch, options, batch): batch for batch in batches}
             for future in as_completed(futures):
-                files, size = files + 1, size + future.result().bytes_copied
+                for task, result in zip(futures[future], future.result()):
+                    results[position[id(task)]] = result
+                    files, size = files + 1, size + result.bytes_copied
                 if progress:
                     progress(files, size)
-        return [f.result() for f in futures]
+        return results  # type: ignore[return-value]  # every position filled
+
+
+def _run_batch(options: TransferOptions, batch: list[FileTask]) -> list[FileResult]:
+    return [run_task(task, options) for task in batch]
 
 
 class SparkEngine:
@@ -116,11 +129,11 @@ def batch_count(tasks: Sequence[FileTask], cores: int) -> int:
 def balanced_batches(tasks: Sequence[FileTask], count: int) -> list[list[FileTask]]:
     """Split tasks into at most `count` batches of similar byte totals (largest first, to the lightest)."""
     batches: list[list[FileTask]] = [[] for _ in range(max(1, min(count, len(tasks))))]
-    loads = [0] * len(batches)
+    lightest_first = [(0, index) for index in range(len(batches))]  # a heap: (load, batch), ties to the lower
     for task in sorted(tasks, key=lambda t: -t.size):
-        lightest = loads.index(min(loads))
+        load, lightest = lightest_first[0]
         batches[lightest].append(task)
-        loads[lightest] += task.size + 1  # +1: many empty files still spread out
+        heapq.heapreplace(lightest_first, (load + task.size + 1, lightest))  # +1: many empty files still spread
     return batches
 
 

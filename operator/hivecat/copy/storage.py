@@ -108,7 +108,8 @@ class S3Settings:
         from hivecat import aws
 
         return aws.client("s3", self.region, self.endpoint, (self.access_key, self.secret_key, self.session_token),
-                          aws.ClientSettings(attempts=6, path_style=bool(self.endpoint)))
+                          # units commit side by side, each with parallel copies (Copier): up to 8 x 8 at once
+                          aws.ClientSettings(attempts=6, path_style=bool(self.endpoint), connections=64))
 
 
 def _environment_keys(environ: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from hivecat.copy import documents
@@ -46,6 +46,9 @@ class CopySummary:
         return totals
 
     def to_dict(self) -> dict[str, Any]:
-        document = {"version": documents.VERSION, **asdict(self), "status": self.status, "totals": self.totals()}
+        # flat dataclasses: their own dicts, copied (asdict deep-copies each value, ~1 s per 100,000 units)
+        document = {"version": documents.VERSION, **{k: v for k, v in vars(self).items() if k != "units"},
+                    "units": [dict(vars(unit)) for unit in self.units], "status": self.status,
+                    "totals": self.totals()}
         documents.validate(documents.RUN_SUMMARY, document)
         return document
