@@ -69,20 +69,23 @@ def _database_server(kind: str, url: str) -> Iterator[str]:
     """Yield a server URL that answers; start the server first if it is installed but stopped.
 
     `make test` runs several pytest processes that share the machine's server: each holds a shared lock on
-    a file while it uses the server, and only the last one out stops a server that a test process started
-    (the marker file says so), never one that was running before."""
+    a usage file while it uses the server, and only the last one out stops a server that a test process
+    started (the marker file says so), never one that was running before. A second lock serialises starting
+    and stopping: nobody waits for the usage lock exclusively (that would wait for every other user to end)."""
     parsed = sa.make_url(url)
     port = parsed.port or (3306 if kind == "mariadb" else 5432)
     began = time.monotonic()
-    lock_path, marker = Path(f"/tmp/hivecat-test-{kind}-{port}.lock"), Path(f"/tmp/hivecat-test-{kind}-{port}.started")
-    lock = open(lock_path, "a")  # noqa: SIM115 - held until the session ends
-    fcntl.flock(lock, fcntl.LOCK_EX)  # one process at a time checks and starts it
+    base = f"/tmp/hivecat-test-{kind}-{port}"
+    marker = Path(f"{base}.started")
+    turns, usage = open(f"{base}.turns", "a"), open(f"{base}.lock", "a")  # noqa: SIM115 - held all session
+    fcntl.flock(turns, fcntl.LOCK_EX)  # no one stops it meanwhile (the stopper holds this too)
     try:
+        fcntl.flock(usage, fcntl.LOCK_SH)  # granted at once: only a holder of `turns` ever locks it exclusively
         if not port_open(port):
             _start_server(kind, port)
             marker.touch()
     finally:
-        fcntl.flock(lock, fcntl.LOCK_SH)  # in use: the last process out stops what a test process started
+        fcntl.flock(turns, fcntl.LOCK_UN)
     engine = sa.create_engine(parsed.set(database="postgres") if kind == "postgresql" else parsed)
     try:
         with engine.connect() as conn:
@@ -101,15 +104,18 @@ def _database_server(kind: str, url: str) -> Iterator[str]:
     try:
         yield url
     finally:
-        fcntl.flock(lock, fcntl.LOCK_UN)
+        fcntl.flock(usage, fcntl.LOCK_UN)
+        fcntl.flock(turns, fcntl.LOCK_EX)
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(usage, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the last one out
             if marker.exists():
                 subprocess.run(_stop_command(kind), check=False, capture_output=True)
                 marker.unlink()
         except BlockingIOError:
             pass  # another process still uses it
-        lock.close()
+        finally:
+            usage.close()
+            turns.close()
 
 
 def _start_server(kind: str, port: int) -> None:
