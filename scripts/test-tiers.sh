@@ -2,7 +2,8 @@
 # `make test`: the three tiers as pytest processes at once (the integration tier as two). The integration
 # and operator tiers spend much of their time waiting on JVMs, HDFS and the control plane, so running them
 # side by side cuts the wall time; each fixture starts its own services on free ports and unique database names,
-# so the tiers do not share state. Each tier's output is printed whole when it ends, in a block.
+# so the tiers do not share state. Each tier's output is printed whole when it ends, in a block, with its 15
+# slowest tests (on 2 CPUs the run is CPU-bound: a test's time there is also the other tiers' load).
 # Usage: scripts/test-tiers.sh PYTHON [pytest args...]; fails when any tier fails (pytest's 5 too).
 set -uo pipefail
 python=$1; shift
@@ -12,15 +13,14 @@ trap 'rm -rf "$logs"' EXIT
 declare -A pids
 start_tier() {  # name, then the paths it runs
     local name=$1; shift
-    ( s=$(date +%s); "$python" -m pytest "$@" "${EXTRA[@]}" >"$logs/$name.log" 2>&1; rc=$?
+    ( s=$(date +%s); "$python" -m pytest --durations=15 "$@" "${EXTRA[@]}" >"$logs/$name.log" 2>&1; rc=$?
       echo $(( $(date +%s) - s )) >"$logs/$name.secs"; exit $rc ) &
     pids[$name]=$!
 }
 EXTRA=("$@")
 began=$(date +%s)
-# The integration tier is the longest (about 25 minutes alone, mostly waiting on JVMs, HDFS and databases
-# while the CPUs idle): its files run as two processes, alternating in name order so each gets a share of
-# the heavy ones.
+# The integration tier is the largest: its files run as two processes, alternating in name order so each
+# gets a share of the heavy ones.
 mapfile -t integration < <(ls tests/integration/test_*.py | sort)
 half_a=() half_b=()
 for i in "${!integration[@]}"; do

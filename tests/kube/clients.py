@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kube import reads
+
 REPO = Path(__file__).resolve().parents[2]
 TOOLS_BIN = REPO / "tools" / "bin"
 
@@ -47,7 +49,19 @@ class Client:
         return done
 
     def json(self, *args: str) -> Any:
+        if self.binary.name == "kubectl" and (answer := reads.read(self.kubeconfig, args)) is not None:
+            return answer
         return json.loads(self(*args, "-o", "json").stdout)
+
+    def get(self, namespace: str, kind: str, name: str) -> Any | None:
+        """`kubectl get -n NAMESPACE KIND NAME -o json`'s object, or None when it does not exist (or the read
+        fails otherwise, as kubectl's non-zero exit)."""
+        if self.binary.name == "kubectl":
+            answered, answer = reads.read_one(self.kubeconfig, namespace, kind, name)
+            if answered:
+                return answer
+        done = self("get", "-n", namespace, kind, name, "-o", "json", check=False)
+        return json.loads(done.stdout) if done.returncode == 0 else None
 
 
 def kubectl(kubeconfig: Path, cache_dir: Path) -> Client:

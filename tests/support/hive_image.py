@@ -30,6 +30,7 @@ from hivecat.local.java import java_executable
 from hivecat.local.metastore import MARIADB_JDBC_JAR, POSTGRESQL_JDBC_JAR
 from support.hive_metastores import HMS_MAIN_CLASS, HiveRelease, release_home
 from support.notification_log import listener_jar, stand_in_listener_jar
+from support import jvm_flags
 from support.kube_resources import container_env
 from support.procs import processes
 
@@ -84,7 +85,7 @@ class StandInImage:
                     ) -> dict[str, str]:
         """The container's env as the kubelet resolves it, with HIVE_HOME and HIVE_CONF_DIR pointing here, and
         every other path of a volume mount (`mounts`: mount path in the pod → directory here) where it is here."""
-        env = {"PATH": os.environ["PATH"], "HOME": str(self.root), **extra,
+        env = {"PATH": os.environ["PATH"], "HOME": str(self.root), **jvm_flags.passed_on(), **extra,
                **container_env(dict(container), lambda name, key: secrets[(name, key)])}
         pod_conf_dir = env.get("HIVE_CONF_DIR")
         env["HIVE_HOME"], env["HIVE_CONF_DIR"] = str(self.home), str(conf_dir)

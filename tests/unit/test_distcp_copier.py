@@ -253,6 +253,12 @@ def test_balanced_batches_spread_bytes() -> None:
     batches = balanced_batches(tasks, 3)
     assert sorted(t.relpath for b in batches for t in b) == sorted(t.relpath for t in tasks)
     assert max(sum(t.size for t in b) for b in batches) <= 110
+    # the positions form is the same split, by index (equal tasks stay apart: the local engine maps results back)
+    twins = [FileTask(0, "same", None, None, 5, 0) for _ in range(4)]
+    for pool in (tasks, twins):
+        positions = balanced_batches(pool, 3, positions=True)
+        assert [[pool[i] for i in b] for b in positions] == balanced_batches(pool, 3)
+        assert sorted(i for b in positions for i in b) == list(range(len(pool)))
 
 
 def test_spark_runs_one_task_per_core_for_small_plans_and_four_for_large_ones() -> None:

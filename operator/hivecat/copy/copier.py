@@ -287,7 +287,10 @@ class Copier:
         by_unit: dict[int, list[FileResult]] = {}
         for result in results:
             by_unit.setdefault(result.task.unit_index, []).append(result)
-        finish = lambda work: self._finish(work, by_unit.get(work.index, []))  # noqa: E731
+
+        def finish(work: UnitWork) -> None:
+            self._finish(work, by_unit.get(work.index, []))
+
         workers = self._unit_workers([work.unit for work in pending])
         if workers < 2:
             for work in pending:

@@ -47,16 +47,17 @@ class LocalEngine:
         if not tasks:
             return []
         # Batches of similar bytes, several per thread: a future per file cost more than copying a small file
-        # (2,000 x 256 KiB: 0.84x -> 0.91x `cp -r`'s throughput). Results come back in the tasks' order.
-        position = {id(task): index for index, task in enumerate(tasks)}
-        batches = balanced_batches(tasks, max(4 * self.parallelism, -(-len(tasks) // LOCAL_BATCH_FILES)))
+        # (2,000 x 256 KiB: 0.89-0.95x -> 1.01-1.08x `cp -r`'s throughput). Batches hold the tasks' positions,
+        # so the results come back in the tasks' order.
+        positions = balanced_batches(tasks, max(4 * self.parallelism, -(-len(tasks) // LOCAL_BATCH_FILES)),
+                                     positions=True)
         results: list[FileResult | None] = [None] * len(tasks)
         files = size = 0
         with ThreadPoolExecutor(self.parallelism, thread_name_prefix="hivecat-copy") as pool:
-            futures = {pool.submit(_run_batch, options, batch): batch for batch in batches}
+            futures = {pool.submit(_run_batch, options, [tasks[i] for i in batch]): batch for batch in positions}
             for future in as_completed(futures):
-                for task, result in zip(futures[future], future.result()):
-                    results[position[id(task)]] = result
+                for index, result in zip(futures[future], future.result()):
+                    results[index] = result
                     files, size = files + 1, size + result.bytes_copied
                 if progress:
                     progress(files, size)
@@ -126,14 +127,15 @@ def batch_count(tasks: Sequence[FileTask], cores: int) -> int:
     return cores if copied < cores * SMALL_PLAN_BYTES_PER_CORE else 4 * cores
 
 
-def balanced_batches(tasks: Sequence[FileTask], count: int) -> list[list[FileTask]]:
-    """Split tasks into at most `count` batches of similar byte totals (largest first, to the lightest)."""
-    batches: list[list[FileTask]] = [[] for _ in range(max(1, min(count, len(tasks))))]
+def balanced_batches(tasks: Sequence[FileTask], count: int, *, positions: bool = False) -> list[list]:
+    """Split tasks into at most `count` batches of similar byte totals (largest first, to the lightest); with
+    `positions`, each batch holds the tasks' indexes in `tasks` rather than the tasks."""
+    batches: list[list] = [[] for _ in range(max(1, min(count, len(tasks))))]
     lightest_first = [(0, index) for index in range(len(batches))]  # a heap: (load, batch), ties to the lower
-    for task in sorted(tasks, key=lambda t: -t.size):
+    for index in sorted(range(len(tasks)), key=lambda i: -tasks[i].size):
         load, lightest = lightest_first[0]
-        batches[lightest].append(task)
-        heapq.heapreplace(lightest_first, (load + task.size + 1, lightest))  # +1: many empty files still spread
+        batches[lightest].append(index if positions else tasks[index])
+        heapq.heapreplace(lightest_first, (load + tasks[index].size + 1, lightest))  # +1: many empty files spread
     return batches
 
 
