@@ -26,7 +26,7 @@ _PATHS: dict[str, tuple[str, str]] = {
     **{name: ("/apis/apps/v1", name.rstrip("s") + "s") for name in ("deployment", "deployments", "deploy",
                                                                     "replicaset", "replicasets", "rs")},
     "job": ("/apis/batch/v1", "jobs"), "jobs": ("/apis/batch/v1", "jobs"),
-    **{name: (f"/apis/{GROUP}/{VERSION}", kind.plural) for kind in KINDS
+    **{name: (f"/apis/{GROUP}/{VERSION}", kind.plural) for kind in KINDS if kind.namespaced
        for name in (kind.kind.lower(), kind.plural)},
 }
 _PATHS.update(deploy=("/apis/apps/v1", "deployments"), rs=("/apis/apps/v1", "replicasets"))
@@ -60,9 +60,19 @@ def read_one(kubeconfig: Path, namespace: str, kind: str, name: str) -> tuple[bo
         return False, None
     base_url, session = _session(kubeconfig, kubeconfig.stat().st_mtime_ns)
     response = session.get(base_url + found[0], timeout=30)
-    if response.status_code == 404 and response.json().get("reason") == "NotFound":
+    if response.status_code == 404 and _status_reason(response) == "NotFound":
         return True, None
     return (True, response.json()) if response.status_code == 200 else (False, None)
+
+
+def _status_reason(response: requests.Response) -> str | None:
+    """The reason of the server's Status answer; None for anything else (e.g. "404 page not found", a path the
+    server does not serve)."""
+    try:
+        answer = response.json()
+    except ValueError:
+        return None
+    return answer.get("reason") if isinstance(answer, dict) and answer.get("kind") == "Status" else None
 
 
 def _request(args: tuple[str, ...]) -> tuple[str, dict[str, str]] | None:

@@ -348,4 +348,6 @@ def test_password_rotation_rolls_the_metastore(kubectl: Client, namespace: str, 
     assert after != before
     deployment = json.dumps(kubectl.json("get", "-n", namespace, "deployment", "rot-metastore"))
     assert rotated not in deployment and url.password not in deployment
-    assert condition(kubectl, namespace, "rot", "SchemaReady").get("status") == "True"
+    # the pass that rolled the Deployment writes its status at its end: the schema read with the new password
+    wait_for("SchemaReady with the new password", lambda: condition(kubectl, namespace, "rot", "SchemaReady").get(
+        "status") == "True", timeout=30)
