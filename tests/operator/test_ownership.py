@@ -42,14 +42,21 @@ def lake(moto: MotoServer, name: str = "lake") -> dict:
                               "credentialsSecretRef": {"name": "aws"}, "defaultDatabaseLocation": NEW}}}
 
 
-def versions(kubectl: Client, namespace: str, *names: str) -> dict[str, tuple[str, list] | None]:
-    """kind/name → (resourceVersion, ownerReferences), None for an object that is gone."""
-    found: dict[str, tuple[str, list] | None] = {}
+def versions(kubectl: Client, namespace: str, *names: str) -> dict[str, tuple | None]:
+    """kind/name → what taking an object over or writing to it changes (uid, generation, labels, annotations,
+    owners, the writers of everything but its status, its data and spec), None for an object that is gone. Not the
+    resourceVersion: Kubernetes' own controllers write a Deployment's status when they get to it."""
+    found: dict[str, tuple | None] = {}
     for name in names:
         kind, _, object_name = name.partition("/")
         item = get(kubectl, namespace, kind.lower(), object_name)
-        found[name] = None if item is None else (item["metadata"]["resourceVersion"],
-                                                 item["metadata"].get("ownerReferences") or [])
+        if item is None:
+            found[name] = None
+            continue
+        meta = item["metadata"]
+        writers = sorted({m["manager"] for m in meta.get("managedFields") or () if m.get("subresource") != "status"})
+        found[name] = (meta["uid"], meta.get("generation"), meta.get("labels"), meta.get("annotations"),
+                       meta.get("ownerReferences") or [], writers, item.get("data"), item.get("spec"))
     return found
 
 
