@@ -53,14 +53,14 @@ class Client:
             return answer
         return json.loads(self(*args, "-o", "json").stdout)
 
-    def get(self, namespace: str, kind: str, name: str) -> Any | None:
-        """`kubectl get -n NAMESPACE KIND NAME -o json`'s object, or None when it does not exist (or the read
-        fails otherwise, as kubectl's non-zero exit)."""
-        if self.binary.name == "kubectl":
-            answered, answer = reads.read_one(self.kubeconfig, namespace, kind, name)
+    def get(self, namespace: str, *what: str) -> Any | None:
+        """`kubectl get -n NAMESPACE WHAT... -o json`'s answer, or None when it does not exist (or the read
+        fails otherwise, as kubectl's non-zero exit). A KIND NAME read goes over HTTP when it can."""
+        if self.binary.name == "kubectl" and len(what) == 2:
+            answered, answer = reads.read_one(self.kubeconfig, namespace, *what)
             if answered:
                 return answer
-        done = self("get", "-n", namespace, kind, name, "-o", "json", check=False)
+        done = self("get", "-n", namespace, *what, "-o", "json", check=False)
         return json.loads(done.stdout) if done.returncode == 0 else None
 
 

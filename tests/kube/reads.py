@@ -23,13 +23,12 @@ _CORE = {"configmap": "configmaps", "secret": "secrets", "service": "services", 
 _PATHS: dict[str, tuple[str, str]] = {
     **{name: ("/api/v1", plural) for name, plural in _CORE.items()},
     **{plural: ("/api/v1", plural) for plural in _CORE.values()},
-    **{name: ("/apis/apps/v1", name.rstrip("s") + "s") for name in ("deployment", "deployments", "deploy",
-                                                                    "replicaset", "replicasets", "rs")},
+    **{name: ("/apis/apps/v1", "deployments") for name in ("deployment", "deployments", "deploy")},
+    **{name: ("/apis/apps/v1", "replicasets") for name in ("replicaset", "replicasets", "rs")},
     "job": ("/apis/batch/v1", "jobs"), "jobs": ("/apis/batch/v1", "jobs"),
     **{name: (f"/apis/{GROUP}/{VERSION}", kind.plural) for kind in KINDS if kind.namespaced
        for name in (kind.kind.lower(), kind.plural)},
 }
-_PATHS.update(deploy=("/apis/apps/v1", "deployments"), rs=("/apis/apps/v1", "replicasets"))
 _SELECTORS = {"-l": "labelSelector", "--field-selector": "fieldSelector"}
 
 
@@ -39,9 +38,7 @@ def read(kubeconfig: Path, args: tuple[str, ...]) -> Any | None:
     found = _request(args)
     if found is None:
         return None
-    path, params = found
-    base_url, session = _session(kubeconfig, kubeconfig.stat().st_mtime_ns)
-    response = session.get(base_url + path, params=params or None, timeout=30)
+    response = _get(kubeconfig, *found)
     if response.status_code != 200:
         return None
     answer = response.json()
@@ -58,11 +55,15 @@ def read_one(kubeconfig: Path, namespace: str, kind: str, name: str) -> tuple[bo
     found = _request(("get", "-n", namespace, kind, name))
     if found is None:
         return False, None
-    base_url, session = _session(kubeconfig, kubeconfig.stat().st_mtime_ns)
-    response = session.get(base_url + found[0], timeout=30)
+    response = _get(kubeconfig, *found)
     if response.status_code == 404 and _status_reason(response) == "NotFound":
         return True, None
     return (True, response.json()) if response.status_code == 200 else (False, None)
+
+
+def _get(kubeconfig: Path, path: str, params: dict[str, str]) -> requests.Response:
+    base_url, session = _session(kubeconfig, kubeconfig.stat().st_mtime_ns)
+    return session.get(base_url + path, params=params or None, timeout=30)
 
 
 def _status_reason(response: requests.Response) -> str | None:

@@ -22,10 +22,7 @@ def apply(kubectl: Client, namespace: str, *objects: dict) -> None:
 
 def get(kubectl: Client, namespace: str, *what: str) -> dict | None:
     """The object as JSON, or None when it does not exist."""
-    if len(what) == 2:
-        return kubectl.get(namespace, *what)
-    done = kubectl("get", "-n", namespace, *what, "-o", "json", check=False)
-    return json.loads(done.stdout) if done.returncode == 0 else None
+    return kubectl.get(namespace, *what)
 
 
 def wait_for(what: str, probe: Callable[[], Any], timeout: float = 90) -> Any:
