@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -10,9 +11,12 @@ from pathlib import Path
 
 from hivecat import __version__
 from hivecat.malloc import return_freed_memory
-from hivecat.commands import distcp, relocate, route
 
 HANDLERS_MODULE = "hivecat.handlers"
+# The subcommands with a module of their own (hivecat/commands/), in the order help lists them. A command line
+# imports only its own: `hivecat distcp` (a copy Job's process, many per replica) does not load relocate's
+# SQLAlchemy; help and errors before a command is named import them all.
+COMMANDS = {name: f"hivecat.commands.{name}" for name in ("relocate", "distcp", "route")}
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 
 
@@ -98,7 +102,8 @@ def _lead(namespace: str, name: str, seconds: int):
     return lease
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or with `only`, run and demo and that one subcommand of COMMANDS."""
     parser = argparse.ArgumentParser(
         prog="hivecat",
         description="Run Hive catalogs across several storage clusters (Kubernetes operator and tools).",
@@ -125,9 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="a MariaDB/MySQL server, mysql://USER@HOST[:PORT] (password from "
                            "$HIVECAT_CATALOG_PASSWORD); the demo creates a latin1 database `hivecat_demo` on it for "
                            "the metastore instead of Derby, and replaces only one that an earlier demo created")
-    relocate.add_parser(sub)
-    distcp.add_parser(sub)
-    route.add_parser(sub)
+    for name, module in COMMANDS.items():
+        if only in (None, name):
+            importlib.import_module(module).add_parser(sub)
     return parser
 
 
@@ -135,17 +140,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["run"]:  # kopf parses its own flags, including --help
         return _run_operator(args_list[1:])
-    args = build_parser().parse_args(args_list)
+    named = args_list[0] if args_list and args_list[0] in COMMANDS else None
+    args = build_parser(only=named).parse_args(args_list)
     if args.command == "demo":
         from hivecat.demo import run_demo
 
         return run_demo(workdir=args.workdir, mariadb_url=args.mariadb_url, keep=args.keep)
-    if args.command == "relocate":
-        return relocate.run(args)
-    if args.command == "distcp":
-        return distcp.run(args)
-    if args.command == "route":
-        return route.run(args)
+    if args.command in COMMANDS:
+        return importlib.import_module(COMMANDS[args.command]).run(args)
     raise AssertionError(f"unhandled command {args.command}")  # argparse rejects unknown commands first
 
 

@@ -189,7 +189,8 @@ def _refuse_long_expressions(client) -> list[int]:
 def test_glue_evaluates_a_filter_too_long_for_getpartitions_itself(moto, tmp_path) -> None:
     glue = moto.client("glue")
     glue_lake.build_lake(glue)
-    days = sorted(p["Values"][0] for p in glue.get_partitions(DatabaseName="sales", TableName="events")["Partitions"])
+    days = sorted(p["Values"][0] for p in glue_lake.pages(glue, "get_partitions", "Partitions", DatabaseName="sales",
+                                                          TableName="events"))
     partition_filter = in_list("dt", days[::2] + [f"2099-01-{d:02d}" for d in range(1, 29)])  # and days no one has
     assert len(partition_filter) > GLUE_MAX_EXPRESSION
     sent = _refuse_long_expressions(glue)

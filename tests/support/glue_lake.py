@@ -53,13 +53,18 @@ def dump(glue) -> dict:
     def clean(obj: dict) -> dict:
         return {k: v for k, v in obj.items() if k not in volatile}
     state: dict = {}
-    for db in glue.get_databases()["DatabaseList"]:
+    for db in pages(glue, "get_databases", "DatabaseList"):
         state[db["Name"]] = clean(db)
-        for table in glue.get_tables(DatabaseName=db["Name"])["TableList"]:
+        for table in pages(glue, "get_tables", "TableList", DatabaseName=db["Name"]):
             state[f"{db['Name']}.{table['Name']}"] = clean(table)
-            for part in glue.get_partitions(DatabaseName=db["Name"], TableName=table["Name"])["Partitions"]:
+            for part in pages(glue, "get_partitions", "Partitions", DatabaseName=db["Name"], TableName=table["Name"]):
                 state[f"{db['Name']}.{table['Name']}/{part['Values']}"] = clean(part)
     return state
+
+
+def pages(glue, operation: str, key: str, **kwargs) -> list[dict]:
+    """Every item a Glue listing returns, over all its pages (Glue pages them, and so does moto 5.2.6)."""
+    return [item for page in glue.get_paginator(operation).paginate(**kwargs) for item in page[key]]
 
 
 def moved(state: dict, keys: set[str]) -> dict:

@@ -75,6 +75,19 @@ def test_unknown_subcommand_exits_2_with_message() -> None:
 def test_console_script_help() -> None:
     result = subprocess.run([sys.executable, "-m", "hivecat", "--help"], capture_output=True, text=True)
     assert result.returncode == 0 and "demo" in result.stdout
+    assert all(name in result.stdout for name in cli.COMMANDS)
+
+
+@pytest.mark.parametrize(("command", "loaded", "not_loaded"), [
+    ("distcp", "hivecat.commands.distcp", "sqlalchemy"),  # a copy Job's process: no relocate, no SQL
+    ("route", "hivecat.commands.route", "hivecat.commands.distcp"),
+])
+def test_a_command_line_loads_only_its_own_command(command: str, loaded: str, not_loaded: str) -> None:
+    probe = ("import sys\nfrom hivecat import cli\ntry:\n    cli.main([%r, '--help'])\nexcept SystemExit:\n    pass\n"
+             "print(%r in sys.modules, %r in sys.modules)" % (command, loaded, not_loaded))
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "True False"
 
 
 def test_handlers_module_imports_and_registers_startup() -> None:
