@@ -8,7 +8,8 @@ local -> local, and local -> moto S3 (its own moto server, fresh bucket per copy
 is checked before its time counts (succeeded, every unit done on the first copy, nothing copied on the rerun).
 
 Figures per target, shape and size: seconds, microseconds per unit (flat across sizes means linear in the
-number of units), the process's peak RSS (its own, from wait4), and for local -> local `cp -r` of the same
+number of units), the process's peak RSS (its own, from wait4), for S3 the requests per unit the server
+answered (`*_requests_per_unit`, from its log), and for local -> local `cp -r` of the same
 source tree, timed the same way (`*_vs_cp`: cp seconds / hivecat seconds, higher is better). `*_growth` is
 the per-unit time at the largest size over the smallest: 1.0 is linear.
 
@@ -106,6 +107,12 @@ def s3_target(workdir: Path, enabled: bool) -> Iterator[dict[str, str] | None]:
         yield {**os.environ, **S3_ENV, "AWS_ENDPOINT_URL": endpoint}
 
 
+def requests_logged(workdir: Path) -> int:
+    """How many requests the moto server has answered so far (a line each in its log)."""
+    with open(workdir / "moto.log", "rb") as log:
+        return sum(1 for line in log if b" HTTP/1.1" in line)
+
+
 def new_bucket(env: dict[str, str], name: str) -> None:
     import boto3
     boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name="us-east-1",
@@ -129,14 +136,14 @@ def measure(hivecat: str, workdir: Path, units: int, shape: str, s3: dict[str, s
             fresh(root / "dst")
         key = f"{kind}_{shape}_{label(units)}"
         command = [hivecat, "distcp", "--plan", str(plan), "--output", "json"]
-        seconds, rss, out = timed(command, env)
-        check(out, units, copied)
-        figures.update({f"{key}_first_s": seconds, f"{key}_first_us_per_unit": seconds / units * 1e6,
-                        f"{key}_first_peak_rss_mib": rss})
-        seconds, rss, out = timed(command, env)
-        check(out, units, 0)
-        figures.update({f"{key}_rerun_s": seconds, f"{key}_rerun_us_per_unit": seconds / units * 1e6,
-                        f"{key}_rerun_peak_rss_mib": rss})
+        for run, files in (("first", copied), ("rerun", 0)):
+            logged = requests_logged(workdir) if env is not None else 0
+            seconds, rss, out = timed(command, env)
+            check(out, units, files)
+            figures.update({f"{key}_{run}_s": seconds, f"{key}_{run}_us_per_unit": seconds / units * 1e6,
+                            f"{key}_{run}_peak_rss_mib": rss})
+            if env is not None:
+                figures[f"{key}_{run}_requests_per_unit"] = (requests_logged(workdir) - logged) / units
         if kind == "local":
             if not (root / "dst" / "dt=0000000" / MANIFEST_NAME).is_file():
                 raise AssertionError("no manifest in the first unit's target")
@@ -147,7 +154,9 @@ def measure(hivecat: str, workdir: Path, units: int, shape: str, s3: dict[str, s
         log(f"  {key}: first {figures[f'{key}_first_s']:.2f} s ({figures[f'{key}_first_us_per_unit']:.0f} us/unit, "
             f"{figures[f'{key}_first_peak_rss_mib']:.0f} MiB), rerun {figures[f'{key}_rerun_s']:.2f} s "
             f"({figures[f'{key}_rerun_us_per_unit']:.0f} us/unit)"
-            + (f", cp -r {figures[f'{key}_cp_s']:.2f} s" if kind == "local" else ""))
+            + (f", cp -r {figures[f'{key}_cp_s']:.2f} s" if kind == "local" else
+               f", S3 requests per unit {figures[f'{key}_first_requests_per_unit']:.1f} first, "
+               f"{figures[f'{key}_rerun_requests_per_unit']:.1f} rerun"))
     shutil.rmtree(root, ignore_errors=True)
     return figures
 

@@ -86,6 +86,25 @@ def test_missing_target_bucket_is_bad_input(lake, tmp_path: Path) -> None:
         copy(uri(tmp_path / "src"), "s3://nobucket/t")
 
 
+def test_units_checked_side_by_side_refuse_the_run_for_the_first_bad_unit_in_plan_order(lake, tmp_path: Path) -> None:
+    from hivecat.copy import CopyInputError
+
+    lake.put_object(Bucket="replica", Key="t/dt=11", Body=b"an object where a unit's directory would be")
+    units = []
+    for index in range(24):
+        if index not in (7, 15):  # their sources do not exist
+            write_tree(tmp_path / "src" / f"dt={index:02d}", {"part-0": b"x"})
+        units.append(Unit(f"dt={index:02d}", parse_uri(uri(tmp_path / "src" / f"dt={index:02d}")),
+                          parse_uri(f"s3://replica/t/dt={index:02d}")))
+    for _ in range(3):  # whichever check finishes first, the refusal is the same
+        with pytest.raises(CopyInputError, match=r"source file://\S+/dt=07 does not exist"):
+            Copier(CopyPlan(tuple(units)), CopyOptions(), Storage(S3Settings.from_environment()), LocalEngine(4)).run()
+    del units[15], units[7]
+    with pytest.raises(CopyInputError, match="target s3://replica/t/dt=11 is not a directory"):
+        Copier(CopyPlan(tuple(units)), CopyOptions(), Storage(S3Settings.from_environment()), LocalEngine(4)).run()
+    assert list(s3_tree(lake, "replica", "t")) == ["dt=11"]  # refused before anything was written
+
+
 # --- S3 -> S3: count what reaches the server ------------------------------------------------------
 
 class CountingProxy(ThreadingHTTPServer):
@@ -275,3 +294,26 @@ def test_units_on_s3_are_decided_side_by_side_in_plan_order_and_fail_alone(lake,
     assert [u["status"] for u in rerun["units"]] == ["failed" if i == 5 else "skipped" for i in range(16)]
     assert not [r for r in proxy.requests if r[0] in ("PUT", "POST", "DELETE")]
     assert proxy.most_in_flight > 1  # one unit after another would never have two requests out
+
+
+def test_a_first_copy_of_small_units_makes_no_round_trip_it_does_not_need(lake, proxy: CountingProxy,
+                                                                          tmp_path: Path) -> None:
+    """Per unit of one small file: no multipart upload (one PUT each), the bucket checked once per run, no
+    manifest read or deleted where the listing showed none; what stays is the unit's listings, the staged
+    file, its checks, the server-side copy and the manifest."""
+    units = []
+    for index in range(16):
+        write_tree(tmp_path / "src" / f"dt={index:02d}", {"part-0": os.urandom(2048)})
+        units.append(Unit(f"dt={index:02d}", parse_uri(uri(tmp_path / "src" / f"dt={index:02d}")),
+                          parse_uri(f"s3://replica/t/dt={index:02d}")))
+    proxy.requests.clear()
+    summary = Copier(CopyPlan(tuple(units)), CopyOptions(), Storage(S3Settings.from_environment()),
+                     LocalEngine(4)).run().to_dict()
+    assert summary["status"] == "succeeded" and summary["totals"]["files_copied"] == 16
+    requests = [(method, urlparse(path)) for method, path, _ in proxy.requests]
+    assert [m for m, url in requests if url.path.rstrip("/") == "/replica" and m == "HEAD"] == ["HEAD"]
+    assert not [url for _, url in requests if "uploads" in url.query or "uploadId" in url.query]
+    assert len([url for m, url in requests if m == "POST" and "delete" in url.query]) == 1  # the staging, at the end
+    manifests = [m for m, url in requests if url.path.endswith(f"/{MANIFEST_NAME}")]
+    assert sorted(manifests) == ["HEAD"] * 16 + ["PUT"] * 16  # the check before each commit, then the write
+    assert len(requests) <= 11 * len(units)

@@ -92,13 +92,15 @@ def commit_by_rename(filesystem: pafs.FileSystem, staging: Location, target: Loc
 
 def commit_on_object_store(storage: Storage, staging: Location, target: Location, manifest: UnitManifest,
                            staged: Iterable[str], removed: Iterable[str], parallelism: int,
-                           checksums: bool = False) -> None:
+                           checksums: bool = False, replaces_manifest: bool = True) -> None:
+    """`replaces_manifest` False: the unit had no manifest just before (the copier checked), so none to delete."""
     staged = list(staged)
     wanted = set(staged)
     verify_staged(storage.filesystem(staging), staging, [e for e in manifest.files if e.path in wanted],
                   checksums, parallelism)
     client = storage.s3_client()
-    s3copy.delete_objects(client, [target.child(MANIFEST_NAME)])  # from here on the unit counts as absent
+    if replaces_manifest:
+        s3copy.delete_objects(client, [target.child(MANIFEST_NAME)])  # from here on the unit counts as absent
     with ThreadPoolExecutor(parallelism) as pool:
         list(pool.map(lambda rel: s3copy.copy_object(client, staging.child(rel), target.child(rel)), staged))
     s3copy.delete_objects(client, [target.child(rel) for rel in removed])

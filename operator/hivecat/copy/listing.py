@@ -36,11 +36,13 @@ class FileStat(NamedTuple):  # a tuple: units hold tens of thousands
 
 
 class Listing(dict[str, FileStat]):
-    """Files by relative path. `refused`: the listed entries that must not be copied, with why."""
+    """Files by relative path. `refused`: the listed entries that must not be copied, with why. `has_manifest`:
+    whether our manifest was listed too (when it was not, the unit has none to read: one round trip less)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.refused: dict[str, str] = {}
+        self.has_manifest = False
 
     def add(self, relative: str, stat: FileStat, refusal: str | None = None) -> None:
         self[relative] = stat
@@ -59,6 +61,7 @@ def list_files(filesystem: pafs.FileSystem, unit: Location) -> Listing:
             continue
         relative = unit.relative(info.path)
         if relative == MANIFEST_NAME or relative.startswith(STAGING_PREFIX):
+            files.has_manifest |= relative == MANIFEST_NAME
             continue
         files.add(relative, FileStat(info.size, info.mtime_ns or 0), relative_path_refusal(relative))
     return files
@@ -85,6 +88,7 @@ def _list_local(root: str) -> Listing:
             for entry in entries:
                 relative = prefix + entry.name
                 if relative == MANIFEST_NAME or relative.startswith(STAGING_PREFIX):
+                    files.has_manifest |= relative == MANIFEST_NAME
                     continue
                 if entry.is_dir(follow_symlinks=False):
                     below.append(entry.name)

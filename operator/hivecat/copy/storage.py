@@ -101,7 +101,7 @@ class S3Settings:
         if self.access_key:
             options.update(access_key=self.access_key, secret_key=self.secret_key,
                            session_token=self.session_token)
-        return pafs.S3FileSystem(**options)
+        return pafs.S3FileSystem(**options, allow_delayed_open=True)
 
     def client(self):
         """An S3 client with the same endpoint and credentials (for server-side copies), shared (hivecat.aws)."""
