@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import NamedTuple
 
 from pyarrow import fs as pafs
@@ -35,18 +37,27 @@ class FileStat(NamedTuple):  # a tuple: units hold tens of thousands
     mtime_ns: int
 
 
+NO_REFUSALS: Mapping[str, str] = MappingProxyType({})
+
+
 class Listing(dict[str, FileStat]):
     """Files by relative path. `refused`: the listed entries that must not be copied, with why. `has_manifest`:
-    whether our manifest was listed too (when it was not, the unit has none to read: one round trip less)."""
+    whether our manifest was listed too (when it was not, the unit has none to read: one round trip less).
+    Slots, and one shared empty `refused` until something is refused: a run holds two listings a unit, and
+    each one's own attribute dict and empty dict were a quarter of what a 20,000-unit run held after deciding."""
+
+    __slots__ = ("refused", "has_manifest")
 
     def __init__(self) -> None:
         super().__init__()
-        self.refused: dict[str, str] = {}
+        self.refused: Mapping[str, str] = NO_REFUSALS
         self.has_manifest = False
 
     def add(self, relative: str, stat: FileStat, refusal: str | None = None) -> None:
         self[relative] = stat
         if refusal is not None:
+            if self.refused is NO_REFUSALS:
+                self.refused = {}
             self.refused[relative] = refusal
 
 
