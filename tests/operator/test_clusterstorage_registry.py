@@ -82,8 +82,9 @@ def test_registry_follows_create_update_and_delete(kubectl: Client, namespace: s
     wait_for("the new filesystem", lambda: registry(kubectl, namespace)["hdfs-a"]["filesystem"]
              == "hdfs://nn2.example:8020")
     assert registry(kubectl, namespace)["hdfs-a"]["previousFilesystems"] == ["hdfs://nn1.example:8020"]
-    status = status_of(kubectl, namespace, "hdfs-a", "clusterstorage")
-    assert status["filesystem"] == "hdfs://nn2.example:8020"
+    # The pass writes the registry, then its status when it ends: wait for that too, do not read it at once.
+    status = wait_for("the status's new filesystem", lambda: (found := status_of(
+        kubectl, namespace, "hdfs-a", "clusterstorage")).get("filesystem") == "hdfs://nn2.example:8020" and found)
     assert status["previousFilesystems"] == ["hdfs://nn1.example:8020"]
     assert kubectl.json("get", "-n", namespace, "clusterstorage", "hdfs-a")["spec"]["filesystem"] \
         == "hdfs://nn2.example:8020"  # the operator never edits the spec
