@@ -124,8 +124,7 @@ class Copier:
             self._require(Location("s3", bucket, bucket), "target bucket", pafs.FileType.Directory, must_exist=True)
         workers = self._unit_workers(units)
         if workers < 2:
-            outcomes = map(self._unit_refusal, units)  # lazily: the first bad unit ends the checks
-            self._note_refusals(outcomes)
+            self._note_refusals(map(self._unit_refusal, units))  # lazily: the first bad unit ends the checks
             return
         with ThreadPoolExecutor(workers, thread_name_prefix="hivecat-validate") as pool:
             try:

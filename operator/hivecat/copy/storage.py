@@ -101,6 +101,8 @@ class S3Settings:
         if self.access_key:
             options.update(access_key=self.access_key, secret_key=self.secret_key,
                            session_token=self.session_token)
+        # delayed open: a small object goes up in one PutObject, not a 3-request multipart upload; an open's errors
+        # then surface at the write or the close, inside the same `with` that handles them
         return pafs.S3FileSystem(**options, allow_delayed_open=True)
 
     def client(self):
