@@ -253,6 +253,14 @@ def big_figures(scratch: Scratch, template: str, partitions: int, figures: dict)
                    events_over_hivecat=round(events_s / hivecat_s, 2),
                    events_lock_s=round(statistics.median(r.lock_s for r in event_runs), 3),
                    events_per_run=event_runs[-1].events)
+    # One more run, then its undo: on the hivecat copy, wherever the rounds left it, and back there after.
+    at_new = ROUNDS % 2 == 1
+    old, new = (hms_rows.NEW_ROOT, hms_rows.OLD_ROOT) if at_new else (hms_rows.OLD_ROOT, hms_rows.NEW_ROOT)
+    undone = timed(f"hivecat, {partitions}, then its undo", lambda: hivecat_relocate(
+        SERVER_URL, big_hivecat, scratch.name("journal_undo"), old, new, undo=True))
+    check(big_hivecat, "hivecat's undo")(at_new)
+    figures.update(undo_run_s=round(undone.seconds, 3), undo_s=round(undone.undo_s, 3),
+                   undo_over_run=round(undone.undo_s / undone.seconds, 2))
     slowest = max(event_runs, key=lambda run: run.seconds)
     log(f"hivecat with notification events: its slowest statements at {partitions} partitions:")
     for seconds, statement in slowest.statements[:8]:
@@ -283,17 +291,25 @@ def postgresql_figures(partitions: int) -> dict:
             for url, who in zip(urls, ("hivecat", "the bare UPDATE")):
                 if (pg_rows.count_under(url, old), pg_rows.count_under(url, new)) != (0, under):
                     raise AssertionError(f"{who} on PostgreSQL left locations under {old}")
+        old, new = (hms_rows.NEW_ROOT, hms_rows.OLD_ROOT) if ROUNDS % 2 else (hms_rows.OLD_ROOT, hms_rows.NEW_ROOT)
+        undone = timed("PostgreSQL hivecat, then its undo", lambda: hivecat_relocate(
+            PG_SERVER_URL, names[0], "hivecat_journal_undo", old, new, undo=True))
+        if (pg_rows.count_under(urls[0], new), pg_rows.count_under(urls[0], old)) != (0, under):
+            raise AssertionError(f"hivecat's undo on PostgreSQL left locations under {new}")
     finally:
         scratch.drop_all()
     hivecat_s, floor_s = statistics.median(hivecat_runs), statistics.median(floor_runs)
     return dict(pg_partitions=partitions, pg_hivecat_s=round(hivecat_s, 3), pg_floor_s=round(floor_s, 3),
-                pg_hivecat_over_floor=round(hivecat_s / floor_s, 2))
+                pg_hivecat_over_floor=round(hivecat_s / floor_s, 2), pg_undo_run_s=round(undone.seconds, 3),
+                pg_undo_s=round(undone.undo_s, 3), pg_undo_over_run=round(undone.undo_s / undone.seconds, 2))
 
 
 def report_postgresql(figures: dict) -> None:
     f = figures
     print(f"{f['pg_partitions']:>9} partitions  PostgreSQL: hivecat {f['pg_hivecat_s']:.2f} s   bare UPDATE "
           f"{f['pg_floor_s']:.2f} s   hivecat/floor {f['pg_hivecat_over_floor']:.2f}x (medians of {ROUNDS})")
+    print(f"{f['pg_partitions']:>9} partitions  PostgreSQL: a run {f['pg_undo_run_s']:.2f} s, its undo "
+          f"{f['pg_undo_s']:.2f} s: {f['pg_undo_over_run']:.2f}x the run (target <= 2x)")
 
 
 def report_sql(figures: dict, hivecat) -> None:
@@ -302,6 +318,8 @@ def report_sql(figures: dict, hivecat) -> None:
           f"hivecat/floor {f['hivecat_over_floor']:.2f}x (target <= 3x; medians of {f['rounds']}: hivecat "
           f"{[f[f'hivecat_run{n}_s'] for n in range(1, f['rounds'] + 1)]}, bare UPDATE "
           f"{[f[f'floor_run{n}_s'] for n in range(1, f['rounds'] + 1)]})")
+    print(f"{f['partitions']:>9} partitions  a run {f['undo_run_s']:.2f} s, its undo {f['undo_s']:.2f} s: "
+          f"{f['undo_over_run']:.2f}x the run (target <= 2x)")
     print(f"{f['partitions']:>9} partitions  hivecat with notification events {f['events_s']:.2f} s: "
           f"{f['events_over_floor']:.2f}x the bare UPDATE (target <= 4x), {f['events_over_hivecat']:.2f}x hivecat "
           f"without; {f['events_per_run']} events, the listener's lock held {f['events_lock_s']:.2f} s (medians)")

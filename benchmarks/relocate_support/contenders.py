@@ -27,6 +27,7 @@ class HivecatRun:
     plans: dict[str, list[str]] = field(default_factory=dict)  # SQL -> its EXPLAIN, when asked for
     events: int = 0  # notification events logged
     lock_s: float = 0.0  # statements run while holding the notification listener's lock (commit not included)
+    undo_s: float | None = None  # undo() of this run, when asked for
 
 
 # What EXPLAIN is asked about: the statements that read or write the metastore's rows (not the journal's DDL).
@@ -44,8 +45,10 @@ def _explain(cursor, statement: str, parameters, postgresql: bool) -> list[str]:
 
 
 def hivecat_relocate(server_url: str, name: str, journal_schema: str, old: str = OLD_ROOT,
-                     new: str = NEW_ROOT, explain: bool = False, notification_events: str = EVENTS_OFF) -> HivecatRun:
-    """hivecat's SQL backend: one transaction, journal on. Times relocate() only, not connecting.
+                     new: str = NEW_ROOT, explain: bool = False, notification_events: str = EVENTS_OFF,
+                     undo: bool = False) -> HivecatRun:
+    """hivecat's SQL backend: one transaction, journal on. Times relocate() only, not connecting; with `undo`,
+    then undo() of that run too (every location back at `old`).
 
     With `explain`, each statement that reads or writes rows is EXPLAINed just before it runs (outside its
     timing, but inside relocate()'s: such a run is for its plans, not its seconds)."""
@@ -73,6 +76,14 @@ def hivecat_relocate(server_url: str, name: str, journal_schema: str, old: str =
         began = time.monotonic()
         report = catalog.relocate(RelocationRequest(old, new))
         seconds = time.monotonic() - began
+        undo_s = None
+        if undo:
+            began = time.monotonic()
+            undone = catalog.undo(report.run_id)
+            undo_s = time.monotonic() - began
+            if (undone.rewritten, undone.conflicted) != (report.rewritten, 0):
+                raise AssertionError(f"undo restored {undone.rewritten} of {report.rewritten} values "
+                                     f"({undone.conflicted} conflicts)")
     finally:
         catalog.close()
         drop_database(server_url, journal_schema)
@@ -81,7 +92,7 @@ def hivecat_relocate(server_url: str, name: str, journal_schema: str, old: str =
     locked = next((n for n, (_, sql) in enumerate(statements)
                    if "NOTIFICATION_SEQUENCE" in sql and "FOR UPDATE" in sql.upper()), len(statements))
     return HivecatRun(seconds, report.rewritten, sorted(statements, reverse=True), plans, report.notification_events,
-                      sum(s for s, _ in statements[locked:]))
+                      sum(s for s, _ in statements[locked:]), undo_s)
 
 
 def anchored_like(prefix: str) -> str:

@@ -13,8 +13,10 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
-from hivecat.catalog.journal import APPLIED, kind_code, state_code
+from hivecat.catalog.journal import APPLIED, UNDO_CONFLICTED, kind_code, parse_block, state_code
 from hivecat.catalog.model import ObjectKind, RelocationRefused, RelocationRequest
+from hivecat.catalog.sql import blocks
+from hivecat.catalog.sql.blocks import unpack
 from hivecat.catalog.sql.catalog import SqlCatalog
 from hivecat.local.scratch_db import drop_database
 from hivecat.locations.prefix import rebase
@@ -146,7 +148,7 @@ def test_fast_path_journals_every_value_and_undo_restores_exactly(shape, catalog
 
     e = catalog.journal.entries
     with catalog.engine.connect() as conn:
-        catalog.journal.unpack(conn, report.run_id)  # (rolled back: the storage descriptors' entries are packed)
+        unpack(conn, catalog.journal, report.run_id)  # (rolled back: the storage descriptors' entries are packed)
         entries = conn.execute(sa.select(e.c.state, e.c.old_value, e.c.new_value)
                                .where(e.c.run_no == catalog.journal.run_no(conn, report.run_id))).all()
         conn.rollback()
@@ -275,8 +277,13 @@ def test_a_whole_catalog_run_packs_its_storage_descriptor_entries_and_undoes_the
     assert _packed(catalog, report.run_id) == ({}, report.rewritten)  # unpacked into entries by the undo
 
 
-# A damaged block (no server writes one; edited here by hand) is refused by undo in one line, changing nothing.
-def test_undo_refuses_a_damaged_journal_block_and_changes_nothing(one_catalog):
+# A damaged block (no server writes one; edited here by hand) is refused by undo in one line, changing nothing:
+# cut short, or as many entries as it counts but one of another shape (a key that is not a number).
+@pytest.mark.parametrize("damage", [
+    sa.func.substring(sa.column("payload"), 1, 10),
+    sa.func.replace(sa.column("payload"), "[[", '[["x",'),
+], ids=["cut", "shape"])
+def test_undo_refuses_a_damaged_journal_block_and_changes_nothing(one_catalog, damage):
     url, metadata, catalog = one_catalog
     report = catalog.relocate(RelocationRequest(OLD, SAME_LENGTH))
     after = dump_all(url, metadata)
@@ -284,9 +291,82 @@ def test_undo_refuses_a_damaged_journal_block_and_changes_nothing(one_catalog):
     with catalog.engine.begin() as conn:
         run_no = catalog.journal.run_no(conn, report.run_id)
         conn.execute(b.update().where(b.c.run_no == run_no, b.c.kind == kind_code(ObjectKind.PARTITION))
-                     .values(payload=sa.func.substring(b.c.payload, 1, 10)))
+                     .values(payload=damage))
     with pytest.raises(RelocationRefused) as refused:
         catalog.undo(report.run_id)
     [refusal] = refused.value.refusals
     assert refusal.reason == "journal-block-damaged"
     assert dump_all(url, metadata) == after
+    assert _packed(catalog, report.run_id)[0]  # the blocks are still there, whole or not
+
+
+def _odd_partition(url: str, metadata: sa.MetaData) -> int:
+    """Gives the planned partition the ODD location; its storage descriptor's id."""
+    sds = metadata.tables["SDS"]
+    sd_id = _planned_partition_sd(url, metadata)
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sds.update().where(sds.c.SD_ID == sd_id).values(LOCATION=ODD))
+    engine.dispose()
+    return sd_id
+
+
+def _to_earlier_format(catalog: SqlCatalog, run_id: str) -> None:
+    """Rewrites a run's blocks as a version before JSON blocks wrote them: `key1,n,key2` `m,old` per entry."""
+    b = catalog.journal.blocks
+    with catalog.engine.begin() as conn:
+        run_no = catalog.journal.run_no(conn, run_id)
+        for kind, tbl_id, block, payload in conn.execute(
+                sa.select(b.c.kind, b.c.tbl_id, b.c.block, b.c.payload).where(b.c.run_no == run_no)).all():
+            earlier = "".join(f"{k},{len(k2)},{k2}{len(v)},{v}" for k, k2, v in parse_block(payload))
+            assert payload.startswith("[") and not earlier.startswith("[")
+            conn.execute(b.update().where(b.c.run_no == run_no, b.c.kind == kind, b.c.tbl_id == tbl_id,
+                                          b.c.block == block).values(payload=earlier))
+
+
+# Undo unpacks JSON blocks on the server (JSON_TABLE) and writes only the metastore's rows; blocks of the earlier
+# format, and any block where the server has no JSON_TABLE (MySQL 5.7, MariaDB before 10.6), are parsed here.
+# Each way restores every value byte for byte, the ODD one included.
+@pytest.mark.parametrize("way", ["server", "earlier-format", "no-json-table"])
+def test_a_packed_run_undoes_exactly_whichever_way_its_blocks_unpack(one_catalog, monkeypatch, way):
+    url, metadata, catalog = one_catalog
+    _odd_partition(url, metadata)
+    before = dump_all(url, metadata)
+    report = catalog.relocate(RelocationRequest(OLD, SAME_LENGTH))
+    assert _packed(catalog, report.run_id)[0]
+    if way == "earlier-format":
+        _to_earlier_format(catalog, report.run_id)
+    if way == "no-json-table":
+        monkeypatch.setattr(blocks, "has_json_table", lambda dialect: False)
+    sent = _statements(catalog)
+    undone = catalog.undo(report.run_id)
+    assert undone.rewritten == report.rewritten and undone.conflicted == 0
+    assert dump_all(url, metadata) == before
+    assert any("JSON_TABLE" in s for s in sent) == (way == "server")
+    assert [s for s in sent if s.startswith("UPDATE `SDS` STRAIGHT_JOIN")]  # the metastore's rows only
+    assert _packed(catalog, report.run_id) == ({}, report.rewritten)
+
+
+# A location changed after the run (someone else moved the partition) is kept by its undo, and reported; every
+# other one is undone.
+def test_undo_of_a_packed_run_keeps_a_location_changed_since(one_catalog):
+    url, metadata, catalog = one_catalog
+    sds, e = metadata.tables["SDS"], catalog.journal.entries
+    sd_id = _planned_partition_sd(url, metadata)
+    before = dump_all(url, metadata)
+    report = catalog.relocate(RelocationRequest(OLD, NEW))
+    assert _packed(catalog, report.run_id)[0]
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        original = conn.execute(sa.select(sds.c.LOCATION).where(sds.c.SD_ID == sd_id)).scalar_one()
+        conn.execute(sds.update().where(sds.c.SD_ID == sd_id).values(LOCATION="file:/somebody/else"))
+    engine.dispose()
+    undone = catalog.undo(report.run_id)
+    assert undone.count(ObjectKind.PARTITION).conflicted == 1 and undone.conflicted == 1
+    assert undone.rewritten == report.rewritten - 1
+    assert _changed_cells(metadata, before, dump_all(url, metadata)) == [
+        (rebase(original, NEW, OLD), "file:/somebody/else")]
+    with catalog.engine.connect() as conn:
+        assert conn.execute(sa.select(e.c.key1).where(
+            e.c.run_no == catalog.journal.run_no(conn, report.run_id),
+            e.c.state == state_code(UNDO_CONFLICTED))).scalars().all() == [sd_id]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import socket
 import subprocess
 import sys
@@ -95,16 +96,28 @@ def test_the_stored_codes_of_kinds_and_states_never_change() -> None:
     assert all(state_of(state_code(state)) == state for state in STATE_CODES)
 
 
+ODD_ENTRIES = [(7, "", "hdfs://nn/w/p=1,2"), (12345678901, "path", "s3://b/ü€😀\x00,9,x\"]\\"), (8, "3", "")]
+
+
 def test_a_block_payload_reads_back_entry_by_entry() -> None:
     # Lengths count characters: commas, digits and any character inside a value are just its characters.
-    entries = [(7, "", "hdfs://nn/w/p=1,2"), (12345678901, "path", "s3://b/ü€😀\x00,9,x"), (8, "3", "")]
-    payload = "".join(f"{k},{len(k2)},{k2}{len(v)},{v}" for k, k2, v in entries)
-    assert parse_block(payload) == entries
+    payload = "".join(f"{k},{len(k2)},{k2}{len(v)},{v}" for k, k2, v in ODD_ENTRIES)
+    assert parse_block(payload) == ODD_ENTRIES
     assert parse_block("") == []
+    # Blocks written since: a JSON array of [key1, key2, old] (the server's JSON_QUOTE escapes what JSON needs).
+    assert parse_block(json.dumps([list(entry) for entry in ODD_ENTRIES])) == ODD_ENTRIES
+    assert parse_block("[]") == []
 
 
-def test_a_cut_block_payload_is_refused() -> None:
+@pytest.mark.parametrize("payload", [
+    "7,0,17,hdfs://nn/w/p=",  # the old value ends early
+    "7,0,",  # no length of the old value
+    '[[7, "", "hdfs://nn/w/p=1"], [8, "", "hdfs',  # a JSON block cut short
+    '[[7, "", "hdfs://nn/w/p=1"], [8, ""]]',  # an entry without its old value
+    '[["7", "", "hdfs://nn/w/p=1"]]',  # a key that is not a number
+    '[[7, "", "hdfs://nn/w/p=1", "x"]]',  # a fourth element
+    '[[7, "", null]]',
+])
+def test_a_damaged_block_payload_is_refused(payload: str) -> None:
     with pytest.raises(ValueError):
-        parse_block("7,0,17,hdfs://nn/w/p=")  # the old value ends early
-    with pytest.raises(ValueError):
-        parse_block("7,0,")  # no length of the old value
+        parse_block(payload)

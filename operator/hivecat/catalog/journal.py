@@ -18,11 +18,11 @@ oldest form new_value NOT NULL, no `object`, an index on (run_id, chunk, state))
 the first Journal.ensure that meets it, unfinished runs included, and then dropped.
 
 Blocks (`hivecat_journal_blocks`): MySQL/MariaDB's one-transaction path over the whole catalog writes the entries
-of a storage-descriptor kind packed, up to BLOCK_KEYS key1 values per row (per owning table and key range), as
-text: each entry `key1,len(key2),key2` `len(old),old` (lengths in characters; parse_block), so any character
-survives. A million single-row inserts cost about as much as the bare UPDATE itself. Those entries are all
-applied when written; anything that needs them one by one (undo, the fallback to planned keys, naming the
-values too long for their column) first unpacks them into entries (Journal.unpack, same transaction).
+of a storage-descriptor kind packed, up to BLOCK_KEYS key1 values per row (per owning table and key range):
+a JSON array of `[key1, key2, old value]`, so any character survives. Journals written before that hold
+`key1,len(key2),key2` `len(old),old` per entry (lengths in characters); parse_block reads both. A million
+single-row inserts cost about as much as the bare UPDATE itself. Those entries are all applied when written;
+anything that needs them one by one first unpacks them into entries (sql/blocks.py, same transaction).
 """
 
 from __future__ import annotations
@@ -98,15 +98,20 @@ RUN_NO = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
 def parse_block(payload: str) -> list[tuple[int, str, str]]:
-    """(key1, key2, old value) of each entry of a block's payload: `key1,n,key2` then `m,old` per entry,
-    n and m the lengths of key2 and old in characters."""
+    """(key1, key2, old value) of each entry of a block's payload, in either format; ValueError when damaged."""
+    if payload.startswith("["):
+        entries = json.loads(payload)
+        if not all(isinstance(e, list) and len(e) == 3 and type(e[0]) is int and isinstance(e[1], str)
+                   and isinstance(e[2], str) for e in entries):
+            raise ValueError("a journal block holds an entry of another shape")
+        return [(key1, key2, old) for key1, key2, old in entries]
     entries, at = [], 0
 
     def number(at: int) -> tuple[int, int]:
         comma = payload.index(",", at)
         return int(payload[at:comma]), comma + 1
 
-    while at < len(payload):
+    while at < len(payload):  # the earlier format: `key1,n,key2` then `m,old`, n and m lengths in characters
         key1, at = number(at)
         n, at = number(at)
         key2, at = payload[at:at + n], at + n
@@ -433,33 +438,6 @@ class Journal:
     def can_pack(self) -> bool:
         """Whether runs here may pack entries into blocks: MySQL/MariaDB (GROUP_CONCAT)."""
         return self.engine.dialect.name in ("mysql", "mariadb")
-
-    def unpack(self, conn: sa.Connection, run_id: str) -> int:
-        """Turn the run's blocks into one entry each (applied, as they were packed); how many."""
-        b, run_no = self.blocks, self.run_no(conn, run_id)
-        keys = conn.execute(sa.select(b.c.kind, b.c.tbl_id, b.c.block).where(b.c.run_no == run_no)
-                            .order_by(b.c.kind, b.c.tbl_id, b.c.block)).all()
-        unpacked = 0
-        for start in range(0, len(keys), 64):  # some 16k entries at a time
-            batch = keys[start:start + 64]
-            rows = conn.execute(sa.select(b.c.kind, b.c.tbl_id, b.c.entries, b.c.payload).where(
-                b.c.run_no == run_no, sa.tuple_(b.c.kind, b.c.tbl_id, b.c.block).in_([tuple(k) for k in batch])))
-            entries = []
-            for kind, tbl_id, count, payload in rows:
-                try:
-                    parsed = parse_block(payload)
-                except ValueError:
-                    parsed = []
-                if len(parsed) != count:  # raising rolls the caller's transaction back
-                    raise RelocationRefused([Refusal("journal-block-damaged", (
-                        f"run {run_id}: a journal block holds {len(parsed)} entries, not {count}; nothing was changed"))])
-                entries += [{"run_no": run_no, "kind": kind, "key1": key1, "key2": key2, "tbl_id": tbl_id or None,
-                             "old_value": old, "state": state_code(APPLIED)} for key1, key2, old in parsed]
-            if entries:
-                conn.execute(self.entries.insert(), entries)
-            unpacked += len(entries)
-        conn.execute(b.delete().where(b.c.run_no == run_no))
-        return unpacked
 
     # --- API backends (Glue, Thrift): entries keyed by ordinal, with the object's identity --------
 

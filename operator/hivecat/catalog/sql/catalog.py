@@ -23,6 +23,7 @@ from hivecat.catalog.model import (
     EVENTS_AUTO, EVENTS_NOT_WRITABLE, ObjectKind, Refusal, RelocationRefused, RelocationReport, RelocationRequest,
 )
 from hivecat.catalog.run import ChunkProgress, Confirmation, JournaledRelocation
+from hivecat.catalog.sql.blocks import unpack
 from hivecat.catalog.sql.locks import run_lock
 from hivecat.catalog.sql.notifications import EventLog, event_log, publish
 from hivecat.catalog.sql.params import SqlParams
@@ -232,9 +233,12 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
             run = self.journal.run(conn, run_id)
             moves = Moves(parse_prefix(run.old_prefix), parse_prefix(run.new_prefix))
             self.journal.set_status(conn, run_id, UNDOING)
-            self.journal.unpack(conn, run_id)  # undo compares and sets entry by entry
-            for target in one_target_per_kind(self.targets).values():
-                swap(conn, self.journal, target, run_id, None, moves, undo=True)
+            unpacked = unpack(conn, self.journal, run_id, UNDONE)  # undo compares and sets entry by entry
+            for kind, target in one_target_per_kind(self.targets).items():
+                if unpacked.get(kind):  # a packed kind has no other entries
+                    swap_applied(conn, self.journal, target, run_id, unpacked[kind], moves, undo=True)
+                else:
+                    swap(conn, self.journal, target, run_id, None, moves, undo=True)
             self._log_events(conn, events, run_id, UNDONE, moves, undo=True)
         self._finish_report(report, run_id, UNDONE, UNDO_CONFLICTED)
         events.report(report)
@@ -312,7 +316,7 @@ class SqlCatalog(SqlParams, SqlRefusals, JournaledRelocation):
             applied = {kind: n for kind, n in planned.items() if n}
             done = self._rewrite_columns(conn, plan, applied, by_kind)
             if packed & (set(applied) - set(done)):
-                self.journal.unpack(conn, run_id)  # rewrite_planned reads planned keys from entries
+                unpack(conn, self.journal, run_id)  # rewrite_planned reads planned keys from entries
             for kind, n in applied.items():
                 if kind in done:
                     continue

@@ -13,7 +13,8 @@ holds shared locks on the rows it read until commit, so single-table UPDATEs rep
 row under the old prefix when the plan is unrestricted (rewrite_matching), else of the planned keys
 (rewrite_planned) — entries are journaled as applied up front (packed into blocks when the plan is
 unrestricted: packable), and any count that differs from the plan rolls the run back.
-Undo is the same statement with old and new swapped.
+Undo is the same statement with old and new swapped; a packed run's entries are unpacked as undone and only
+the base table is written (swap_applied), its leftovers then marked undo-conflicted.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 
 from hivecat.catalog.journal import (
-    APPLIED, BLOCK_KEYS, CONFLICTED, PLANNED, UNDO_CONFLICTED, UNDONE, Journal, kind_code, state_code,
+    APPLIED, CONFLICTED, PLANNED, UNDO_CONFLICTED, UNDONE, Journal, kind_code, state_code,
 )
-from hivecat.catalog.model import ObjectKind, Refusal, RelocationRefused
+from hivecat.catalog.model import ObjectKind
+from hivecat.catalog.sql.blocks import StraightJoin, unpack, write_blocks
 from hivecat.catalog.sql.limits import Capacity, capacity
 from hivecat.catalog.sql.schema import HmsSchema
 from hivecat.catalog.sql.targets import ScopeFilter, Target
@@ -228,7 +230,10 @@ def write_plan(conn: sa.Connection, s: HmsSchema, journal: Journal, run_id: str,
         if target.param_keyed and not params_under(conn, target, plan)[0]:
             continue  # nothing to plan (a plain read: a row written from now on is the next run's)
         if target.kind in packed:
-            written[target.kind] = written.get(target.kind, 0) + _write_blocks(conn, journal, run_id, plan, target, sub)
+            cap = checked_capacity(target, plan, conn.dialect.name)
+            longest = None if cap is None else sa.func.max(cap.length(_rewritten(sub.c.value, plan)))
+            written[target.kind] = written.get(target.kind, 0) + write_blocks(conn, journal, run_id, target.kind, sub,
+                                                                               longest)
             if stage_packed:
                 conn.execute(journal.touched.insert().from_select(
                     ["run_no", "kind", "key1", "key2", "old_value"],
@@ -258,39 +263,6 @@ def packable(plan: RelocationPlan) -> frozenset[ObjectKind]:
     for target in plan.targets:
         targets.setdefault(target.kind, []).append(target)
     return frozenset(kind for kind, of_kind in targets.items() if len(of_kind) == 1 and not of_kind[0].param_keyed)
-
-
-def _write_blocks(conn: sa.Connection, journal: Journal, run_id: str, plan: RelocationPlan, target: Target,
-                  sub: sa.Subquery) -> int:
-    """One INSERT ... SELECT of the target's rows in scope, grouped into blocks, each with its longest new
-    value when the column's capacity is checked (too_long_planned); the entries written."""
-    b, run_no = journal.blocks, journal.run_no(conn, run_id)
-    tbl = sa.func.coalesce(sub.c.tbl_id, 0)
-    block = sub.c.key1.op("DIV")(BLOCK_KEYS)  # integer division (FLOOR of a DECIMAL quotient costs a second per 1M)
-    cap = checked_capacity(target, plan, conn.dialect.name)
-    longest = sa.null() if cap is None else sa.func.max(cap.length(_rewritten(sub.c.value, plan)))
-    rows = (sa.select(sa.literal(run_no), sa.literal(kind_code(target.kind)), tbl, block, sa.func.count(),
-                      sa.func.aggregate_strings(sa.func.concat(  # the format of journal.parse_block
-                          sub.c.key1, ",", sa.func.char_length(sub.c.key2), ",", sub.c.key2,
-                          sa.func.char_length(sub.c.value), ",", sub.c.value), ""), longest)
-            .group_by(tbl, block).order_by(sa.null()))  # MariaDB sorts groups unless told not to
-    # MariaDB caps an aggregate at group_concat_max_len (1 MiB by default), cutting it with warning 1260: lifted
-    # for this statement, and any cut refused all the same (it would lose old values).
-    limit = conn.execute(sa.text("SELECT @@SESSION.group_concat_max_len")).scalar_one()
-    conn.execute(sa.text("SET SESSION group_concat_max_len = 4294967295"))
-    try:
-        conn.execute(b.insert().from_select(["run_no", "kind", "tbl_id", "block", "entries", "payload", "longest"],
-                                            rows))
-        cut = [w for w in conn.execute(sa.text("SHOW WARNINGS")) if int(w[1]) == 1260]
-    finally:
-        conn.execute(sa.text(f"SET SESSION group_concat_max_len = {int(limit)}"))
-    if cut:  # raising rolls the run back
-        raise RelocationRefused([Refusal("journal-block-cut", (
-            f"{target.kind.value}: the server cut a journal block ({cut[0][2]}); the run was rolled back and changed "
-            "nothing"))])
-    entries = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(b.c.entries), 0))
-                           .where(b.c.run_no == run_no, b.c.kind == kind_code(target.kind))).scalar_one()
-    return int(entries)
 
 
 @dataclass(frozen=True)
@@ -340,7 +312,7 @@ def too_long_planned(conn: sa.Connection, journal: Journal, plan: RelocationPlan
             continue
         if conn.execute(sa.select(b.c.block).where(b.c.run_no == run_no, b.c.kind == kind_code(target.kind),
                                                    b.c.longest > cap.limit).limit(1)).first() is not None:
-            journal.unpack(conn, run_id)  # a refused run: rolled back, so unpacking costs nothing that stays
+            unpack(conn, journal, run_id)  # a refused run: rolled back, so unpacking costs nothing that stays
         new_length = cap.length(_rewritten(e.c.old_value, plan))
         rows = conn.execute(sa.select(e.c.key1, e.c.tbl_id, e.c.old_value, new_length)
                             .where(e.c.run_no == run_no, e.c.kind == kind_code(target.kind),
@@ -424,26 +396,44 @@ def _entry_row(e: sa.Table, target: Target) -> list[sa.ColumnElement[bool]]:
     return same
 
 
+def _same(current: sa.ColumnElement[str], value: sa.ColumnElement[str], dialect: str) -> sa.ColumnElement[bool]:
+    """Compare-and-set's comparison: byte-exact on MySQL/MariaDB, whose collations fold case and ignore trailing
+    spaces."""
+    if dialect == "postgresql":
+        return current == value
+    return sa.cast(current, sa.LargeBinary) == sa.cast(value, sa.LargeBinary)
+
+
 def swap_applied(conn: sa.Connection, journal: Journal, target: Target, run_id: str, planned: int,
-                 moves: RelocationPlan | Moves) -> None:
-    """The one-transaction forward apply on PostgreSQL, whose entries were journaled as applied up front: one
-    UPDATE ... FROM the journal moves each planned value in where the row still holds its planned old value
-    (compare-and-set), without the second write per entry that swap makes to flip its state (half of swap's
-    time at 1M). Only when fewer rows moved than were `planned` are the others found (their row does not hold
-    the new value: changed in between by someone else, or grown past the column) and marked conflicted."""
-    e, b = journal.entries, target.base
-    current, write = b.c[target.value], new_value(e, moves)
+                 moves: RelocationPlan | Moves, *, undo: bool = False) -> None:
+    """Move journal values in where the row still holds the value they replace (compare-and-set), for entries
+    already journaled in their outcome: applied (the one-transaction forward apply on PostgreSQL, journaled as
+    applied up front) or, with `undo`, undone (a packed run's entries, unpacked as undone). One UPDATE writes
+    the base table only, without the second write per entry that swap makes to flip its state (half of its time
+    at 1M). Only when fewer rows moved than were `planned` are the others found (their row does not hold the
+    value written: changed in between by someone else, or grown past the column) and marked conflicted.
+    On MySQL/MariaDB the base table comes first in the join, bounded by the entries' key range (StraightJoin)."""
+    e, b, dialect = journal.entries, target.base, conn.dialect.name
+    current = b.c[target.value]
+    expect, write = (new_value(e, moves), e.c.old_value) if undo else (e.c.old_value, new_value(e, moves))
+    state, leftover = (UNDONE, UNDO_CONFLICTED) if undo else (APPLIED, CONFLICTED)
     ours = [e.c.run_no == journal.run_no(conn, run_id), e.c.kind == kind_code(target.kind),
-            e.c.state == state_code(APPLIED)]
+            e.c.state == state_code(state)]
     same_row = _entry_row(e, target)
-    guards = [current == e.c.old_value]
-    cap = capacity(current, conn.dialect.name)
+    guards = [_same(current, expect, dialect)]
+    cap = capacity(current, dialect)
     if cap is not None:
         guards.append(cap.fits(write))
-    moved = conn.execute(sa.update(b).where(*ours, *same_row, *guards).values({current: write})).rowcount
+    if dialect == "postgresql":
+        update = sa.update(b).where(*ours, *same_row, *guards)
+    else:
+        low, high = conn.execute(sa.select(sa.func.min(e.c.key1), sa.func.max(e.c.key1)).where(*ours)).one()
+        key = b.c[target.key1]
+        update = sa.update(StraightJoin(b, e, sa.and_(*same_row, *ours))).where(key >= low, key <= high, *guards)
+    moved = conn.execute(update.values({current: write})).rowcount
     if moved != planned:
-        holds_new = sa.select(b.c[target.key1]).where(*same_row, current == write).exists()
-        conn.execute(sa.update(e).where(*ours, ~holds_new).values(state=state_code(CONFLICTED)))
+        holds = sa.select(b.c[target.key1]).where(*same_row, _same(current, write, dialect)).exists()
+        conn.execute(sa.update(e).where(*ours, ~holds).values(state=state_code(leftover)))
 
 
 def swap(conn: sa.Connection, journal: Journal, target: Target, run_id: str, chunk: tuple[int, int] | None,
@@ -475,8 +465,7 @@ def swap(conn: sa.Connection, journal: Journal, target: Target, run_id: str, chu
         conn.execute(sa.update(e).where(*ours, e.c.key1 == moved.c.key1, e.c.key2 == moved.c.key2)
                      .values(state=to_state).add_cte(moved))
     else:
-        # Byte-exact compare: MySQL collations fold case and ignore trailing spaces.
-        same = sa.cast(current, sa.LargeBinary) == sa.cast(expect, sa.LargeBinary)
-        conn.execute(sa.update(b).where(*selected, same).values({current: write, e.c.state: to_state}))
+        conn.execute(sa.update(b).where(*selected, _same(current, expect, conn.dialect.name))
+                     .values({current: write, e.c.state: to_state}))
 
     conn.execute(sa.update(e).where(*ours, e.c.state == from_state).values(state=leftover))
