@@ -44,6 +44,7 @@ import functools
 import getpass
 import os
 import posixpath
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -285,18 +286,26 @@ def local_path(text: str) -> str:
 _SUPPORTED = ", ".join(f"{name}://" for name in COPY_SCHEMES[:-1]) + f" or {COPY_SCHEMES[-1]}://"
 
 
+_CONTROL = re.compile("[\x00-\x1f]")
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")  # urllib.parse's scheme_chars, a letter first
+
+
 def parse_uri(uri: str, role: str = "") -> Location:
     """The location of a URI; `role` (e.g. "--from") starts every refusal's message."""
     label = f"{role} {uri!r}" if role else repr(uri)
     refusal = bare_path_refusal(uri)
     if refusal is not None:
         raise CopyInputError(f"{role} {refusal}" if role else refusal)
-    control = next((c for c in uri if c < " "), None)
+    control = _CONTROL.search(uri)
     if control is not None:  # no path holds NUL; Hive writes the others %XX-escaped (and plan.py sorts on two)
-        raise CopyInputError(f"{label}: a control character (U+{ord(control):04X}) in the URI")
-    parsed = urlparse(uri)
-    scheme = parsed.scheme.lower()
-    family = copy_family(scheme) if scheme else None
+        raise CopyInputError(f"{label}: a control character (U+{ord(control.group()):04X}) in the URI")
+    leading = _SCHEME.match(uri)  # the scheme urlparse finds, where it finds one: file: URIs need no more of it
+    if leading is not None and copy_family(leading.group(1)) == "file":
+        scheme, family, parsed = leading.group(1).lower(), "file", None
+    else:
+        parsed = urlparse(uri)
+        scheme = parsed.scheme.lower()
+        family = copy_family(scheme) if scheme else None
     if family == "file":
         # literal: urlparse would cut the path at '?' or '#' and copy another directory
         rest = uri[len(scheme) + 1:]

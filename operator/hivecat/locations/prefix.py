@@ -85,6 +85,10 @@ class LocationPrefix:
 
     def patterns(self) -> tuple[tuple[Piece, ...], ...]:
         """Each spelling as pieces: what a stored location must start with, piece by piece."""
+        return self._patterns
+
+    @functools.cached_property  # kept on the instance (not a field): asked once per location matched
+    def _patterns(self) -> tuple[tuple[Piece, ...], ...]:
         path = Piece(self.path, False)
         if self.scheme == "file":
             return ((Piece("file:", True), path), (Piece("file://", True), path))
