@@ -68,7 +68,8 @@ def _file_entry_schema() -> dict[str, Any]:
     return schema(UNIT_MANIFEST)["properties"]["files"]["items"]
 
 
-_FILE_ENTRY_KEYS = frozenset(_file_entry_schema()["required"])
+# the keys file_entry_conforms reads, no other (the schema-pin test holds the schema to them)
+_FILE_ENTRY_COUNT = len(set(_file_entry_schema()["required"]))
 _CHECKSUM_PATTERN = re.compile(_file_entry_schema()["properties"]["checksum"]["pattern"])
 
 
@@ -80,11 +81,14 @@ def _date_time(value: str) -> bool:
 def file_entry_conforms(entry: Any) -> bool:
     """True exactly when `entry` is valid against the unit manifest's item schema for `files`
     (JSON Schema's integers include 3.0 and exclude true; patterns are searched, as jsonschema does)."""
-    if type(entry) is not dict or entry.keys() != _FILE_ENTRY_KEYS:  # all required, nothing else
+    if type(entry) is not dict or len(entry) != _FILE_ENTRY_COUNT:  # all required, nothing else: as many keys
+        return False                                                   # as required, each of them found
+    try:
+        path, size, mtime, checksum, etag, copied_at, run_id = (
+            entry["path"], entry["size"], entry["source_mtime_ns"], entry["checksum"], entry["etag"],
+            entry["copied_at"], entry["run_id"])
+    except KeyError:
         return False
-    path, size, mtime, checksum, etag, copied_at, run_id = (
-        entry["path"], entry["size"], entry["source_mtime_ns"], entry["checksum"], entry["etag"],
-        entry["copied_at"], entry["run_id"])
     return (type(path) is str and len(path) >= 1
             and (type(size) is int or (type(size) is float and size.is_integer())) and size >= 0
             and (type(mtime) is int or (type(mtime) is float and mtime.is_integer()))

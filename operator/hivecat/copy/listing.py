@@ -37,6 +37,8 @@ class FileStat(NamedTuple):  # a tuple: units hold tens of thousands
     mtime_ns: int
 
 
+# FileStat(size, mtime_ns) without the named tuple's Python-level __new__ (a call per listed file)
+_file_stat = tuple.__new__
 NO_REFUSALS: Mapping[str, str] = MappingProxyType({})
 
 
@@ -94,21 +96,21 @@ def _list_local(root: str) -> Listing:
         return files
 
     def walk(directory: int, prefix: str) -> None:
-        below = []
+        below, top = [], not prefix  # our manifest and staging are at the top only
         with os.scandir(directory) as entries:
             for entry in entries:
-                relative = prefix + entry.name
-                if relative == MANIFEST_NAME or relative.startswith(STAGING_PREFIX):
-                    files.has_manifest |= relative == MANIFEST_NAME
+                name = entry.name
+                if top and (name == MANIFEST_NAME or name.startswith(STAGING_PREFIX)):
+                    files.has_manifest |= name == MANIFEST_NAME
                     continue
                 if entry.is_dir(follow_symlinks=False):
-                    below.append(entry.name)
+                    below.append(name)
                 elif entry.is_file(follow_symlinks=False):  # inline: the hot path of a no-change rerun
                     stat = entry.stat(follow_symlinks=False)
-                    files[relative] = FileStat(stat.st_size, stat.st_mtime_ns)
+                    files[prefix + name] = _file_stat(FileStat, (stat.st_size, stat.st_mtime_ns))
                 elif entry.is_symlink():
                     stat = entry.stat(follow_symlinks=False)
-                    files.add(relative, FileStat(stat.st_size, stat.st_mtime_ns), LINK_REFUSAL)
+                    files.add(prefix + name, FileStat(stat.st_size, stat.st_mtime_ns), LINK_REFUSAL)
         for name in below:  # after the scan: one descriptor per level is open, not two
             try:
                 child = os.open(name, _DIR_FLAGS, dir_fd=directory)
