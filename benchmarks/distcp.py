@@ -570,7 +570,7 @@ def report(f: dict) -> None:
     ratio = f["noop_rerun_over_listing"]
     print(f"no-change rerun over {f['noop_files']:,} files: hivecat {f['noop_rerun_s']:.3f} s, "
           f"os.scandir + stat of both trees {f['noop_listing_s']:.3f} s: {ratio:.2f}x "
-          f"(target <= {NOOP_TARGET:.0f}x: {'met' if ratio <= NOOP_TARGET else 'MISSED'})")
+          f"(target <= {NOOP_TARGET:g}x: {'met' if ratio <= NOOP_TARGET else 'MISSED'})")
     if "noop_distcp_s" in f:
         print(f"  DistCp -update on the same trees {f['noop_distcp_s']:.3f} s (hivecat / DistCp "
               f"{f['noop_rerun_over_distcp']:.2f}x); DistCp's fixed cost (an empty directory) "
