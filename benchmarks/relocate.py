@@ -38,7 +38,7 @@ from relocate_support.contenders import (
     floor_update, hivecat_relocate, hivecat_thrift_relocate, metatool_update_location, thrift_alter_partitions,
 )
 from relocate_support.glue_calls import count_glue_calls
-from relocate_support import pg_rows
+from relocate_support import pg_activity, pg_rows
 
 SERVER_URL = os.environ.get("HIVECAT_TEST_MYSQL_URL", "mysql+pymysql://hivecat:hivecat@127.0.0.1:3306")
 PG_SERVER_URL = os.environ.get("HIVECAT_TEST_POSTGRES_URL", "postgresql+psycopg://hivecat:hivecat@127.0.0.1:5432")
@@ -270,6 +270,16 @@ def big_figures(scratch: Scratch, template: str, partitions: int, figures: dict)
     return max(runs, key=lambda run: run.seconds)
 
 
+def watched(url: str, what: str, action):
+    """timed(what, action), and what PostgreSQL did meanwhile (pg_activity: checkpoints, WAL, autovacuum of the
+    tables of `url`'s database), logged beside it; (the action's result, what was seen)."""
+    before = pg_activity.snapshot(url)
+    result = timed(what, action)
+    seen = pg_activity.between(before, pg_activity.snapshot(url))
+    log(f"    meanwhile: {pg_activity.described(seen)}")
+    return result, seen
+
+
 def postgresql_figures(partitions: int) -> dict:
     """The same comparison on PostgreSQL: a Hive 3.1-shaped metastore (pg_rows), hivecat and the bare UPDATE
     on two copies, interleaved, medians of ROUNDS."""
@@ -280,14 +290,19 @@ def postgresql_figures(partitions: int) -> dict:
         for url in urls:
             timed(f"PostgreSQL: {partitions} partitions", lambda url=url: pg_rows.build(url, partitions))
         under = pg_rows.count_under(urls[0], hms_rows.OLD_ROOT)
-        hivecat_runs, floor_runs = [], []
+        hivecat_runs, floor_runs, rounds = [], [], {}
         for n in range(ROUNDS):
             old, new = (hms_rows.NEW_ROOT, hms_rows.OLD_ROOT) if n % 2 else (hms_rows.OLD_ROOT, hms_rows.NEW_ROOT)
-            floor_runs.append(timed(f"PostgreSQL bare UPDATE, round {n + 1}",
-                                    lambda: floor_update(PG_SERVER_URL, names[1], old, new)))
-            run = timed(f"PostgreSQL hivecat, round {n + 1}",
-                        lambda: hivecat_relocate(PG_SERVER_URL, names[0], f"hivecat_journal{n}", old, new))
+            seconds, seen = watched(urls[1], f"PostgreSQL bare UPDATE, round {n + 1}",
+                                    lambda: floor_update(PG_SERVER_URL, names[1], old, new))
+            floor_runs.append(seconds)
+            rounds.update({f"pg_floor_run{n + 1}_s": round(seconds, 3),
+                           **{f"pg_floor_run{n + 1}_{key}": value for key, value in seen.items()}})
+            run, seen = watched(urls[0], f"PostgreSQL hivecat, round {n + 1}", lambda: hivecat_relocate(
+                PG_SERVER_URL, names[0], f"hivecat_journal{n}", old, new))
             hivecat_runs.append(run.seconds)
+            rounds.update({f"pg_hivecat_run{n + 1}_s": round(run.seconds, 3),
+                           **{f"pg_hivecat_run{n + 1}_{key}": value for key, value in seen.items()}})
             for url, who in zip(urls, ("hivecat", "the bare UPDATE")):
                 if (pg_rows.count_under(url, old), pg_rows.count_under(url, new)) != (0, under):
                     raise AssertionError(f"{who} on PostgreSQL left locations under {old}")
@@ -299,7 +314,8 @@ def postgresql_figures(partitions: int) -> dict:
     finally:
         scratch.drop_all()
     hivecat_s, floor_s = statistics.median(hivecat_runs), statistics.median(floor_runs)
-    return dict(pg_partitions=partitions, pg_hivecat_s=round(hivecat_s, 3), pg_floor_s=round(floor_s, 3),
+    return dict(**rounds, pg_hivecat_spread=round((max(hivecat_runs) - min(hivecat_runs)) / hivecat_s, 3),
+                pg_partitions=partitions, pg_hivecat_s=round(hivecat_s, 3), pg_floor_s=round(floor_s, 3),
                 pg_hivecat_over_floor=round(hivecat_s / floor_s, 2), pg_undo_run_s=round(undone.seconds, 3),
                 pg_undo_s=round(undone.undo_s, 3), pg_undo_over_run=round(undone.undo_s / undone.seconds, 2))
 
@@ -308,6 +324,13 @@ def report_postgresql(figures: dict) -> None:
     f = figures
     print(f"{f['pg_partitions']:>9} partitions  PostgreSQL: hivecat {f['pg_hivecat_s']:.2f} s   bare UPDATE "
           f"{f['pg_floor_s']:.2f} s   hivecat/floor {f['pg_hivecat_over_floor']:.2f}x (medians of {ROUNDS})")
+    for n in range(1, ROUNDS + 1):
+        run, floor = (lambda key, n=n: f[f"pg_hivecat_run{n}_{key}"]), (lambda key, n=n: f[f"pg_floor_run{n}_{key}"])
+        print(f"  round {n}: hivecat {run('s'):.2f} s with {run('checkpoints')} checkpoint(s), "
+              f"{run('autovacuums')} autovacuum(s), {run('autoanalyzes')} autoanalyze(s); "
+              f"bare UPDATE {floor('s'):.2f} s with {floor('checkpoints')} checkpoint(s)")
+    print(f"  hivecat's spread over the rounds: {100 * f['pg_hivecat_spread']:.0f}% of its median "
+          "(target: within 40%, i.e. +-20%)")
     print(f"{f['pg_partitions']:>9} partitions  PostgreSQL: a run {f['pg_undo_run_s']:.2f} s, its undo "
           f"{f['pg_undo_s']:.2f} s: {f['pg_undo_over_run']:.2f}x the run (target <= 2x)")
 
