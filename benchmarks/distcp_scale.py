@@ -8,7 +8,9 @@ local -> local, and local -> moto S3 (its own moto server, fresh bucket per copy
 is checked before its time counts (succeeded, every unit done on the first copy, nothing copied on the rerun).
 
 Figures per target, shape and size: seconds, microseconds per unit (flat across sizes means linear in the
-number of units), the process's peak RSS (its own, from wait4), for S3 the requests per unit the server
+number of units), the process's peak RSS (its own, from wait4), for local -> local how long until the first
+unit was committed (`*_first_unit_committed_s`: its manifest appeared; units are copied a window at a time),
+for S3 the requests per unit the server
 answered (`*_requests_per_unit`, from its log), and for local -> local `cp -r` of the same
 source tree, timed the same way (`*_vs_cp`: cp seconds / hivecat seconds, higher is better). `*_growth` is
 the per-unit time at the largest size over the smallest: 1.0 is linear.
@@ -30,6 +32,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -70,19 +73,34 @@ def write_plan(path: Path, source: Path, target_uri: str, units: int) -> None:
     path.write_text(json.dumps(document))
 
 
-def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
-    """(seconds, peak RSS in MiB, stdout) of one process, which must succeed; reaped with wait4 for its own
-    resource usage (the output goes through files, so no reader thread holds it up)."""
+def timed(command: list[str], env: dict[str, str] | None = None,
+          watch: Path | None = None) -> tuple[float, float, str, float | None]:
+    """(seconds, peak RSS in MiB, stdout, seconds until `watch` appeared or None) of one process, which must
+    succeed; reaped with wait4 for its own resource usage (the output goes through files, so no reader thread
+    holds it up). `watch` is looked for every 20 ms while the process runs."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         began = time.perf_counter()
         process = subprocess.Popen(command, stdout=out, stderr=err, env=env, text=True)
+        appeared: list[float] = []
+        done = threading.Event()
+
+        def look() -> None:
+            while not done.wait(0.02):
+                if watch is not None and watch.exists():
+                    appeared.append(time.perf_counter() - began)
+                    return
+
+        watcher = threading.Thread(target=look, daemon=True)
+        watcher.start()
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - began
+        done.set()
+        watcher.join()
         process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
         out.seek(0), err.seek(0)
         if process.returncode != 0:
             raise AssertionError(f"{' '.join(command[:3])} ... exited {process.returncode}: {err.read()[-2000:]}")
-        return seconds, usage.ru_maxrss / 1024, out.read()
+        return seconds, usage.ru_maxrss / 1024, out.read(), appeared[0] if appeared else None
 
 
 def check(summary_text: str, units: int, copied: int) -> None:
@@ -138,21 +156,26 @@ def measure(hivecat: str, workdir: Path, units: int, shape: str, s3: dict[str, s
         command = [hivecat, "distcp", "--plan", str(plan), "--output", "json"]
         for run, files in (("first", copied), ("rerun", 0)):
             logged = requests_logged(workdir) if env is not None else 0
-            seconds, rss, out = timed(command, env)
+            first_unit = root / "dst" / "dt=0000000" / MANIFEST_NAME if env is None and run == "first" else None
+            seconds, rss, out, committed = timed(command, env, first_unit)
             check(out, units, files)
             figures.update({f"{key}_{run}_s": seconds, f"{key}_{run}_us_per_unit": seconds / units * 1e6,
                             f"{key}_{run}_peak_rss_mib": rss})
+            if first_unit is not None:  # when readers can see the first unit: copying began before it
+                figures[f"{key}_first_unit_committed_s"] = committed if committed is not None else seconds
             if env is not None:
                 figures[f"{key}_{run}_requests_per_unit"] = (requests_logged(workdir) - logged) / units
         if kind == "local":
             if not (root / "dst" / "dt=0000000" / MANIFEST_NAME).is_file():
                 raise AssertionError("no manifest in the first unit's target")
             fresh(root / "cp")
-            cp_seconds, _, _ = timed(["cp", "-r", str(source), str(root / "cp")])
+            cp_seconds, _, _, _ = timed(["cp", "-r", str(source), str(root / "cp")])
             figures[f"{key}_cp_s"] = cp_seconds
             figures[f"{key}_first_vs_cp"] = cp_seconds / figures[f"{key}_first_s"]
         log(f"  {key}: first {figures[f'{key}_first_s']:.2f} s ({figures[f'{key}_first_us_per_unit']:.0f} us/unit, "
-            f"{figures[f'{key}_first_peak_rss_mib']:.0f} MiB), rerun {figures[f'{key}_rerun_s']:.2f} s "
+            f"{figures[f'{key}_first_peak_rss_mib']:.0f} MiB"
+            + (f", first unit committed at {figures[f'{key}_first_unit_committed_s']:.2f} s" if kind == "local" else "")
+            + f"), rerun {figures[f'{key}_rerun_s']:.2f} s "
             f"({figures[f'{key}_rerun_us_per_unit']:.0f} us/unit)"
             + (f", cp -r {figures[f'{key}_cp_s']:.2f} s" if kind == "local" else
                f", S3 requests per unit {figures[f'{key}_first_requests_per_unit']:.1f} first, "

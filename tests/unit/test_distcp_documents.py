@@ -119,3 +119,31 @@ def test_a_huge_or_deep_invalid_value_does_not_make_a_huge_message(document) -> 
     with pytest.raises(DocumentError) as refused:
         documents.validate(documents.PLAN, document)
     assert len(str(refused.value)) < 500
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 2500])
+def test_the_summary_written_in_pieces_is_the_summary_document(monkeypatch, count: int) -> None:
+    import io
+
+    from hivecat.copy import summary as summary_module
+
+    monkeypatch.setattr(summary_module, "WRITE_UNITS", 1000)
+    summary = CopySummary("r1", "local", "size", False, False, "2026-12-07T00:00:00+00:00", seconds=1.5)
+    summary.units = [UnitResult(f"p={n}", f"file:///s/{n}", f"file:///t/{n}", status="done" if n % 3 else FAILED,
+                                reason=None if n % 3 else 'a "quoted"\nreason', files_copied=n) for n in range(count)]
+    written = io.StringIO()
+    summary.write_json(written)
+    assert json.loads(written.getvalue()) == summary.to_dict()
+    assert sum(line.startswith('    {"id": ') for line in written.getvalue().splitlines()) == count  # a unit a line
+
+
+def test_a_summary_unit_that_breaks_the_schema_is_refused_before_its_piece_is_written() -> None:
+    import io
+
+    summary = CopySummary("r1", "local", "size", False, False, "2026-12-07T00:00:00+00:00")
+    summary.units = [UnitResult("a", "s", "t", status="done"),
+                     UnitResult("b", "s", "t", status="done", files_copied=-1)]
+    written = io.StringIO()
+    with pytest.raises(DocumentError):
+        summary.write_json(written)
+    assert '"id": "a"' not in written.getvalue()

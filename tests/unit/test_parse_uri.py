@@ -39,5 +39,5 @@ def _outcome(uri: str) -> object:
 def test_a_file_uri_parses_as_urlparse_reads_it(uri: str) -> None:
     fast = _outcome(uri)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(storage, "_SCHEME", NEVER)
+        patch.setattr(storage, "SCHEME_PREFIX", NEVER)
         assert _outcome(uri) == fast

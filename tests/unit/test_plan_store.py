@@ -140,3 +140,17 @@ def test_missing_plans_and_directories_are_bad_input(tmp_path: Path, capsys: pyt
     assert "not a file" in capsys.readouterr().err
     assert cli.main(["distcp", "--plan", "gs://bucket/p.json"]) == 2
     assert "unsupported scheme" in capsys.readouterr().err
+
+
+def test_a_plan_that_grew_since_it_was_measured_is_read_up_to_the_bound_only(monkeypatch) -> None:
+    """The read starts from the size measured and goes on in chunks, never past the bound + 1 (reading the bound
+    at once reserved 512 MiB for every plan, whatever its size)."""
+    import io
+
+    from hivecat.copy import plan_store
+
+    monkeypatch.setattr(plan_store, "MAX_PLAN_BYTES", 50)
+    monkeypatch.setattr(plan_store, "_CHUNK", 7)
+    assert plan_store._read_bounded(io.BytesIO(b"x" * 40), first=11) == b"x" * 40  # grew from 10 to 40 bytes
+    assert len(plan_store._read_bounded(io.BytesIO(b"x" * 400), first=11)) == 51  # over the bound: refused after
+    assert plan_store._read_bounded(io.BytesIO(b"x" * 10), first=11) == b"x" * 10

@@ -92,6 +92,9 @@ TOUCHED = "hivecat_journal_touched"
 # key1 values per block: at most 256 locations of 4,000 characters, some 4 MB, well below the 16 MB packet
 # (max_allowed_packet) a block is read back in
 BLOCK_KEYS = 256
+# a block's payload is a JSON array of [key1, key2, old value] entries; one an earlier hivecat wrote (length-
+# prefixed text) opens with a digit
+JSON_BLOCK_OPEN = "["
 LAYOUT1_RUNS, LAYOUT1_ENTRIES = "hivecat_runs", "hivecat_entries"
 # SQLite numbers rows itself only for an INTEGER PRIMARY KEY.
 RUN_NO = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
@@ -99,7 +102,7 @@ RUN_NO = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 def parse_block(payload: str) -> list[tuple[int, str, str]]:
     """(key1, key2, old value) of each entry of a block's payload, in either format; ValueError when damaged."""
-    if payload.startswith("["):
+    if payload.startswith(JSON_BLOCK_OPEN):
         entries = json.loads(payload)
         if not all(isinstance(e, list) and len(e) == 3 and type(e[0]) is int and isinstance(e[1], str)
                    and isinstance(e[2], str) for e in entries):

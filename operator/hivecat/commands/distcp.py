@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -140,6 +139,7 @@ class ProgressBar:
     def __init__(self) -> None:
         self.enabled = sys.stderr.isatty()
         self.last = 0.0
+        self.drawn = False
 
     def __call__(self, files: int, files_total: int, size: int, size_total: int) -> None:
         now = time.monotonic()
@@ -150,9 +150,14 @@ class ProgressBar:
         filled = width * size // max(size_total, 1) if size_total else width * files // max(files_total, 1)
         sys.stderr.write(f"\rfiles {files}/{files_total}  {size / 1e6:,.1f}/{size_total / 1e6:,.1f} MB "
                          f"[{'#' * filled}{'.' * (width - filled)}]")
-        if files >= files_total:
-            sys.stderr.write("\n")
+        self.drawn = True
         sys.stderr.flush()
+
+    def close(self) -> None:
+        """Ends the line once the run is over (a window's end is not: the totals grow as units are decided)."""
+        if self.drawn:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
 
 
 def format_summary(summary: CopySummary) -> str:
@@ -181,9 +186,16 @@ def main(argv: Sequence[str]) -> int:
 def run(args: argparse.Namespace) -> int:
     try:
         copier = _copier(args)
-        summary = copier.run(progress=ProgressBar())
+        bar = ProgressBar()
+        try:
+            summary = copier.run(progress=bar)
+        finally:
+            bar.close()
     except CopyInputError as exc:
         print(f"hivecat distcp: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    print(json.dumps(summary.to_dict(), indent=2) if args.output == "json" else format_summary(summary))
+    if args.output == "json":
+        summary.write_json(sys.stdout)
+    else:
+        print(format_summary(summary))
     return EXIT_FAILED_UNITS if summary.status == "failed" else 0

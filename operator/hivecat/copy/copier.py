@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -38,8 +38,15 @@ from hivecat.copy.storage import Location, Storage
 from hivecat.copy.summary import DONE, FAILED, CopySummary, UnitResult
 from hivecat.copy.transfer import FileResult, FileTask, TransferOptions, hash_file
 
-# (files done, files total, bytes done, bytes total)
+# (files done, files total, bytes done, bytes total); the totals grow as windows of units are decided
 ProgressCallback = Callable[[int, int, int, int], None]
+
+# A window of units is decided, copied and committed before the next is decided: at most this many units, and
+# the window closes early once its listings hold WINDOW_FILES files (a run's memory is a window's, whatever the
+# plan's size: benchmarks/distcp_scale.py reports the peak). DECIDE_BATCH: units decided between those checks.
+WINDOW_UNITS = 4096
+WINDOW_FILES = 200_000
+DECIDE_BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -99,6 +106,28 @@ def new_run_id() -> str:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class _Progress:
+    """The run's progress across windows: each window's engine reports its own files; the callback gets the
+    run's so far."""
+
+    def __init__(self, callback: ProgressCallback | None) -> None:
+        self.callback = callback
+        self.files_total = self.bytes_total = 0  # of the windows given to an engine so far
+
+    def window(self, tasks: list[FileTask]) -> Callable[[int, int], None] | None:
+        files_before, bytes_before = self.files_total, self.bytes_total  # the earlier windows: all done
+        self.files_total += len(tasks)
+        self.bytes_total += sum(t.size for t in tasks if not t.carry)
+        if self.callback is None:
+            return None
+        callback = self.callback
+
+        def report(files: int, size: int) -> None:
+            callback(files_before + files, self.files_total, bytes_before + size, self.bytes_total)
+
+        return report
 
 
 class Copier:
@@ -229,15 +258,15 @@ class Copier:
             work.extras = sorted(p for p in target if p not in source)
         return work
 
-    def _decide_all(self) -> list[UnitWork]:
-        """Every unit decided, in plan order; units side by side (each is a few listings and a manifest read:
-        on an object store, round trips that would add up to hours for 100,000 units one after another)."""
-        units = self.plan.units
+    def _decide_all(self, units: Sequence[Unit], first: int) -> list[UnitWork]:
+        """These units (the first at plan index `first`) decided, in plan order; side by side where a store is
+        involved (each is a few listings and a manifest read: on an object store, round trips that would add
+        up to hours for 100,000 units one after another)."""
         workers = self._unit_workers(units)
         if workers < 2:
-            return [self.decide(i, unit) for i, unit in enumerate(units)]
+            return [self.decide(first + i, unit) for i, unit in enumerate(units)]
         with ThreadPoolExecutor(workers, thread_name_prefix="hivecat-decide") as pool:
-            return list(pool.map(self.decide, range(len(units)), units))
+            return list(pool.map(self.decide, range(first, first + len(units)), units))
 
     def _unit_workers(self, units: Sequence[Unit]) -> int:
         """How many units to decide or commit at once: one at a time when every side is a local disk (there
@@ -276,37 +305,78 @@ class Copier:
         return tasks
 
     def run(self, progress: ProgressCallback | None = None) -> CopySummary:
+        """Units are decided, copied and committed a window at a time, in plan order (`_windows`): a run holds
+        one window's listings and file tasks, not the plan's, and starts copying once its first window is
+        decided. The summary lists every unit."""
         began, started_at = time.monotonic(), _now()
         self.validate()
-        works = self._decide_all()
-        pending = [w for w in works if w.result.status != FAILED and w.needs_commit(self.options.delete)]
-        tasks = [t for w in pending for t in self.tasks(w)]
-        to_copy = [t for t in tasks if not t.carry]
-        engine = self.engine if not isinstance(self.engine, str) else choose_engine(
-            self.engine, len(to_copy), sum(t.size for t in to_copy), self.options.parallelism)
-        summary = CopySummary(self.run_id, engine.name, self.options.verify, self.options.dry_run,
-                              self.options.delete, started_at)
-        if not self.options.dry_run:
-            roots = self._staging_roots(pending)
-            try:
-                with staging.LeaseKeeper(self.storage, roots, self.run_id):
-                    self._remove_dead_staging(pending)  # beside the units this run writes, not others
-                    self._copy_and_commit(engine, pending, tasks, progress)
-            finally:
-                for root in roots:
-                    commit.remove_tree(self.storage, root)
-        committing = {work.index for work in pending}  # by index: a unit's work compares by value, slowly
-        for work in works:
-            self._count(work, work.index in committing)
-            summary.units.append(work.result)
+        summary = CopySummary(self.run_id, "", self.options.verify, self.options.dry_run, self.options.delete,
+                              started_at)
+        engine = self.engine if not isinstance(self.engine, str) else None
+        counter = _Progress(progress)
+        keeper = staging.LeaseKeeper(self.storage, (), self.run_id)
+        held: dict[tuple[str, str, str], Location] = {}  # the staging parents of this run so far
+        try:
+            with keeper:
+                for decided, works in self._windows():
+                    pending = [w for w in works if w.result.status != FAILED and w.needs_commit(self.options.delete)]
+                    tasks = [t for w in pending for t in self.tasks(w)]
+                    if engine is None and pending:
+                        engine = self._auto_engine(tasks, decided)
+                    if not self.options.dry_run and pending:
+                        self._hold_staging(keeper, held, pending)
+                        self._copy_and_commit(engine, pending, tasks, counter)
+                    committing = {work.index for work in pending}  # by index: a unit's work compares by value, slowly
+                    for work in works:
+                        self._count(work, work.index in committing)
+                        summary.units.append(work.result)
+        finally:
+            for parent in held.values():
+                commit.remove_tree(self.storage, staging.staging_root(parent, self.run_id))
+        summary.engine = (engine or choose_engine(self.engine, 0, 0, self.options.parallelism)).name
         summary.seconds = round(time.monotonic() - began, 3)
         return summary
 
+    def _windows(self) -> Iterator[tuple[int, list[UnitWork]]]:
+        """(units decided so far, the works of the next window), in plan order. A window closes at WINDOW_UNITS
+        units or WINDOW_FILES listed files, whichever comes first, so that its memory stays bounded whatever the
+        units hold; units are decided DECIDE_BATCH at a time (side by side on object stores)."""
+        units = self.plan.units
+        works: list[UnitWork] = []
+        files = 0
+        for start in range(0, len(units), DECIDE_BATCH):
+            batch = self._decide_all(units[start:start + DECIDE_BATCH], start)
+            works += batch
+            files += sum(len(w.source_files) + len(w.target_files) for w in batch)
+            if len(works) >= WINDOW_UNITS or files >= WINDOW_FILES:
+                yield start + len(batch), works
+                works, files = [], 0
+        if works:
+            yield len(units), works
+
+    def _auto_engine(self, tasks: list[FileTask], decided: int) -> Engine:
+        """The engine, chosen with the first window that has units to commit; for `auto`, by what the whole plan
+        is likely to copy: the files to copy found so far, scaled from the units decided to the plan's (a plan's
+        units are a table's partitions, alike in shape)."""
+        scale = len(self.plan.units) / decided
+        to_copy = [t for t in tasks if not t.carry]
+        return choose_engine(self.engine, int(len(to_copy) * scale), int(sum(t.size for t in to_copy) * scale),
+                             self.options.parallelism)
+
+    def _hold_staging(self, keeper: staging.LeaseKeeper, held: dict[tuple[str, str, str], Location],
+                      pending: list[UnitWork]) -> None:
+        """Lease the staging roots beside these units that the run does not hold yet, after removing the staging
+        that dead runs left beside them."""
+        new = {key: parent for key, parent in self._staging_parents(pending).items() if key not in held}
+        if not new:
+            return
+        held.update(new)
+        keeper.hold(staging.staging_root(parent, self.run_id) for parent in new.values())
+        self._remove_dead_staging(list(new.values()))
+
     def _copy_and_commit(self, engine: Engine, pending: list[UnitWork], tasks: list[FileTask],
-                         progress: ProgressCallback | None) -> None:
-        total_files, total_bytes = len(tasks), sum(t.size for t in tasks if not t.carry)
-        report = (lambda files, size: progress(files, total_files, size, total_bytes)) if progress else None
-        results = engine.execute(tasks, self._transfer_options(), report)
+                         counter: _Progress) -> None:
+        results = engine.execute(tasks, self._transfer_options(), counter.window(tasks))
         by_unit: dict[int, list[FileResult]] = {}
         for result in results:
             by_unit.setdefault(result.task.unit_index, []).append(result)
@@ -399,16 +469,13 @@ class Copier:
     # --- staging housekeeping -----------------------------------------------------------------------
 
     @staticmethod
-    def _staging_parents(works: list[UnitWork]) -> list[Location]:
-        return list({(w.unit.target.scheme, w.unit.target.authority, w.unit.target.parent.path): w.unit.target.parent
-                     for w in works}.values())
+    def _staging_parents(works: list[UnitWork]) -> dict[tuple[str, str, str], Location]:
+        return {(w.unit.target.scheme, w.unit.target.authority, w.unit.target.parent.path): w.unit.target.parent
+                for w in works}
 
-    def _staging_roots(self, works: list[UnitWork]) -> list[Location]:
-        return [staging.staging_root(parent, self.run_id) for parent in self._staging_parents(works)]
-
-    def _remove_dead_staging(self, works: list[UnitWork]) -> None:
-        """Staging of runs that died (their lease says so); other runs' live staging is theirs."""
-        for parent in self._staging_parents(works):
+    def _remove_dead_staging(self, parents: list[Location]) -> None:
+        """Staging of runs that died (their lease says so) beside `parents`; other runs' live staging is theirs."""
+        for parent in parents:
             try:
                 dead = staging.dead_staging(self.storage, parent, self.run_id)
             except OSError:

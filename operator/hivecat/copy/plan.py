@@ -15,7 +15,7 @@ from hivecat.copy.owner import Owner
 from hivecat.copy.storage import Location, parse_uri
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Unit:
     id: str
     source: Location

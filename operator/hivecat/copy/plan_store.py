@@ -144,12 +144,24 @@ def read_plan_bytes(storage: Storage, where: Location) -> bytes:
         if info.size is not None and info.size > MAX_PLAN_BYTES:
             raise CopyInputError(_too_large(where, info.size))
         with fs.open_input_stream(where.path) as stream:
-            data = stream.read(MAX_PLAN_BYTES + 1)  # a file that grew since it was measured is still bounded
+            data = _read_bounded(stream, MAX_PLAN_BYTES + 1 if info.size is None else info.size + 1)
     except OSError as exc:
         raise CopyInputError(f"cannot read plan {where.uri}: {exc.strerror or exc}") from None
     if len(data) > MAX_PLAN_BYTES:
         raise CopyInputError(_too_large(where, len(data)))
     return bytes(data)
+
+
+def _read_bounded(stream, first: int) -> bytes:
+    """At most MAX_PLAN_BYTES + 1 bytes: `first` at once (the size measured, + 1 to find a file that grew since),
+    the rest in chunks (a read of the bound itself reserves that much memory, whatever the file holds)."""
+    data = stream.read(min(first, MAX_PLAN_BYTES + 1))
+    while len(data) <= MAX_PLAN_BYTES and (more := stream.read(min(_CHUNK, MAX_PLAN_BYTES + 1 - len(data)))):
+        data += more
+    return data
+
+
+_CHUNK = 16 * 1024 * 1024
 
 
 def _too_large(where: Location, size: int) -> str:

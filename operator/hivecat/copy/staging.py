@@ -173,6 +173,12 @@ class LeaseKeeper:
         self._thread.start()
         return self
 
+    def hold(self, roots: Iterable[Location]) -> None:
+        """Hold these roots too from now on (a run that copies its units window by window finds them as it goes)."""
+        roots = list(roots)
+        self._write(root for root in roots if not root.is_object_store)
+        self.roots = [*self.roots, *roots]  # a new list: the renewal thread may be iterating the old one
+
     def __exit__(self, *exc_info) -> None:
         self._stop.set()
         self._thread.join()  # no renewal may land after the caller removes the roots

@@ -53,7 +53,7 @@ from urllib.parse import urlparse
 
 from hivecat.copy.errors import CopyInputError
 from hivecat.kerberos.login import KerberosLogin
-from hivecat.locations.schemes import COPY_SCHEMES, bare_path_refusal, copy_family
+from hivecat.locations.schemes import COPY_SCHEMES, SCHEME_PREFIX, bare_path_refusal, copy_family
 
 if TYPE_CHECKING:
     from pyarrow import fs as pafs
@@ -219,7 +219,7 @@ def _checked_url(key: str, url: str) -> str:
     return f"{parsed.scheme}://{parsed.netloc}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a plan holds two a unit, 100,000 units and more
 class Location:
     """A directory or file: its scheme, authority (bucket, namenode) and the path pyarrow uses."""
 
@@ -287,7 +287,6 @@ _SUPPORTED = ", ".join(f"{name}://" for name in COPY_SCHEMES[:-1]) + f" or {COPY
 
 
 _CONTROL = re.compile("[\x00-\x1f]")
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")  # urllib.parse's scheme_chars, a letter first
 
 
 def parse_uri(uri: str, role: str = "") -> Location:
@@ -299,7 +298,7 @@ def parse_uri(uri: str, role: str = "") -> Location:
     control = _CONTROL.search(uri)
     if control is not None:  # no path holds NUL; Hive writes the others %XX-escaped (and plan.py sorts on two)
         raise CopyInputError(f"{label}: a control character (U+{ord(control.group()):04X}) in the URI")
-    leading = _SCHEME.match(uri)  # the scheme urlparse finds, where it finds one: file: URIs need no more of it
+    leading = SCHEME_PREFIX.match(uri)  # the scheme urlparse finds, where it finds one: file: URIs need no more of it
     if leading is not None and copy_family(leading.group(1)) == "file":
         scheme, family, parsed = leading.group(1).lower(), "file", None
     else:

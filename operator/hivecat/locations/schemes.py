@@ -35,7 +35,7 @@ SCHEMES: dict[str, Scheme] = {
 # The schemes the copy engine reaches, in table order.
 COPY_SCHEMES: tuple[str, ...] = tuple(name for name, scheme in SCHEMES.items() if scheme.copy)
 
-_SCHEME_PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+SCHEME_PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")  # urllib.parse's scheme_chars, a letter first
 
 
 def scheme_family(scheme: str) -> str:
@@ -64,7 +64,7 @@ def bare_path_refusal(text: str) -> str | None:
     A path is a string with no URI scheme (`/tmp/x`, `data/t`) or a file: URI with a relative path
     (`file:data`). The message names the fix: for an absolute path, the exact URI to write.
     """
-    match = _SCHEME_PREFIX.match(text)
+    match = SCHEME_PREFIX.match(text)
     if match is None:
         if "://" in text or not text.strip():
             return None

@@ -12,10 +12,12 @@ import sqlalchemy as sa
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import Join
 
-from hivecat.catalog.journal import APPLIED, BLOCK_KEYS, Journal, kind_code, kind_of, parse_block, state_code
+from hivecat.catalog.journal import (APPLIED, BLOCK_KEYS, JSON_BLOCK_OPEN, Journal, kind_code, kind_of, parse_block,
+                                     state_code)
 from hivecat.catalog.model import ObjectKind, Refusal, RelocationRefused
 
 DAMAGED = "journal-block-damaged"
+CUT = "journal-block-cut"  # a block the server cut to group_concat_max_len while it was written
 # The errors JSON_TABLE raises for an entry of the wrong shape (ERROR ON EMPTY / ERROR ON ERROR): MariaDB's
 # ER_JSON_TABLE_ERROR_ON_FIELD, MySQL's ER_MISSING_JSON_TABLE_VALUE and ER_WRONG_JSON_TABLE_VALUE.
 _JSON_TABLE_ERRORS = frozenset({4176, 3665, 3666})
@@ -31,7 +33,7 @@ def write_blocks(conn: sa.Connection, journal: Journal, run_id: str, kind: Objec
     entry = sa.func.concat("[", sub.c.key1, ",", sa.func.json_quote(sub.c.key2), ",", sa.func.json_quote(sub.c.value),
                            "]")
     rows = (sa.select(sa.literal(run_no), sa.literal(kind_code(kind)), tbl, block, sa.func.count(),
-                      sa.func.concat("[", sa.func.aggregate_strings(entry, ","), "]"),
+                      sa.func.concat(JSON_BLOCK_OPEN, sa.func.aggregate_strings(entry, ","), "]"),
                       sa.null() if longest is None else longest)
             .group_by(tbl, block).order_by(sa.null()))  # MariaDB sorts groups unless told not to
     # MariaDB caps an aggregate at group_concat_max_len (1 MiB by default), cutting it with warning 1260: lifted
@@ -45,7 +47,7 @@ def write_blocks(conn: sa.Connection, journal: Journal, run_id: str, kind: Objec
     finally:
         conn.execute(sa.text(f"SET SESSION group_concat_max_len = {int(limit)}"))
     if cut:  # raising rolls the run back
-        raise RelocationRefused([Refusal("journal-block-cut", (
+        raise RelocationRefused([Refusal(CUT, (
             f"{kind.value}: the server cut a journal block ({cut[0][2]}); the run was rolled back and changed "
             "nothing"))])
     entries = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(b.c.entries), 0))
@@ -55,6 +57,10 @@ def write_blocks(conn: sa.Connection, journal: Journal, run_id: str, kind: Objec
 
 def _damaged(run_id: str, detail: str) -> RelocationRefused:
     return RelocationRefused([Refusal(DAMAGED, f"run {run_id}: {detail}; nothing was changed")])
+
+
+def _is_json(payload: sa.ColumnElement[str]) -> sa.ColumnElement[bool]:
+    return sa.func.left(payload, 1) == JSON_BLOCK_OPEN
 
 
 def has_json_table(dialect: sa.Dialect) -> bool:
@@ -71,7 +77,7 @@ def unpack(conn: sa.Connection, journal: Journal, run_id: str, state: str = APPL
         return {}  # blocks are MySQL/MariaDB's
     b, run_no = journal.blocks, journal.run_no(conn, run_id)
     counts: dict[ObjectKind, int] = {}
-    json_blocks = sa.func.left(b.c.payload, 1) == "["
+    json_blocks = _is_json(b.c.payload)
     rest = sa.true()
     if has_json_table(conn.dialect):
         whole = sa.func.coalesce(sa.func.json_length(b.c.payload) == b.c.entries, False)  # NULL: not JSON
@@ -102,9 +108,10 @@ def _unpack_on_server(conn: sa.Connection, journal: Journal, run_id: str, run_no
         "key2 VARCHAR(256) CHARACTER SET utf8mb4 PATH '$[1]' ERROR ON EMPTY ERROR ON ERROR, "
         "old_value LONGTEXT CHARACTER SET utf8mb4 PATH '$[2]' ERROR ON EMPTY ERROR ON ERROR, "
         "extra INT EXISTS PATH '$[3]')) AS j "
-        f"WHERE b.run_no = :run_no AND LEFT(b.payload, 1) = '[' AND j.key1 DIV {BLOCK_KEYS} = b.block AND j.extra = 0")
+        f"WHERE b.run_no = :run_no AND LEFT(b.payload, 1) = :json_open AND j.key1 DIV {BLOCK_KEYS} = b.block "
+        "AND j.extra = 0")
     try:
-        written = conn.execute(insert, {"state": state_code(state), "run_no": run_no},
+        written = conn.execute(insert, {"state": state_code(state), "run_no": run_no, "json_open": JSON_BLOCK_OPEN},
                                execution_options={"preserve_rowcount": True}).rowcount
     except sa.exc.DBAPIError as error:
         code = error.orig.args[0] if error.orig is not None and error.orig.args else None
@@ -112,7 +119,7 @@ def _unpack_on_server(conn: sa.Connection, journal: Journal, run_id: str, run_no
             raise _damaged(run_id, "a journal block holds an entry of another shape") from None
         raise
     expected = dict(conn.execute(sa.select(b.c.kind, sa.func.sum(b.c.entries)).where(
-        b.c.run_no == run_no, sa.func.left(b.c.payload, 1) == "[").group_by(b.c.kind)).all())
+        b.c.run_no == run_no, _is_json(b.c.payload)).group_by(b.c.kind)).all())
     if written != sum(int(n) for n in expected.values()):
         raise _damaged(run_id, f"its journal blocks unpack to {written} entries, not {sum(expected.values())}")
     return {kind_of(k): int(n) for k, n in expected.items()}
