@@ -92,6 +92,28 @@ def test_directories_and_files_are_made_where_no_link_is(tree: Path) -> None:
     assert not (tree / "new").exists()
 
 
+def test_a_directory_is_made_in_its_existing_parent_or_by_the_walk(tree: Path, monkeypatch) -> None:
+    """One mkdir in the parent when it exists; a link planted under the name meanwhile is refused all the same
+    (the walk takes over and will not descend into it), and nothing is made where it points."""
+    made: list[str] = []
+    real_mkdir = os.mkdir
+
+    def mkdir(name, mode=0o777, *, dir_fd=None):
+        made.append(name)
+        if name == "planted" and not (tree / "real" / "dir" / "planted").is_symlink():
+            (tree / "real" / "dir" / "planted").symlink_to(tree / "outside")  # between the check and the mkdir
+        return real_mkdir(name, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(local_paths.os, "mkdir", mkdir)
+    local_paths.make_dirs(str(tree / "real" / "dir" / "one"))
+    assert made == ["one"] and (tree / "real" / "dir" / "one").is_dir()
+    refused(lambda: local_paths.make_dirs(str(tree / "real" / "dir" / "planted")), tree / "real" / "dir" / "planted")
+    assert made[1] == "planted" and made.count("planted") == 2  # in the parent (the link planted), then the walk
+    refused(lambda: local_paths.make_dirs(str(tree / "real" / "dir" / "planted" / "x")),
+            tree / "real" / "dir" / "planted")
+    assert sorted(p.name for p in (tree / "outside").iterdir()) == ["secret"]
+
+
 def test_the_file_scheme_filesystem_refuses_links_and_lists_them_as_themselves(tree: Path) -> None:
     filesystem = Storage().filesystem(Location("file", "", str(tree)))
     assert not isinstance(filesystem, pafs.LocalFileSystem)  # pyarrow's own follows links
