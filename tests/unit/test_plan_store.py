@@ -151,6 +151,6 @@ def test_a_plan_that_grew_since_it_was_measured_is_read_up_to_the_bound_only(mon
 
     monkeypatch.setattr(plan_store, "MAX_PLAN_BYTES", 50)
     monkeypatch.setattr(plan_store, "_CHUNK", 7)
-    assert plan_store._read_bounded(io.BytesIO(b"x" * 40), first=11) == b"x" * 40  # grew from 10 to 40 bytes
-    assert len(plan_store._read_bounded(io.BytesIO(b"x" * 400), first=11)) == 51  # over the bound: refused after
-    assert plan_store._read_bounded(io.BytesIO(b"x" * 10), first=11) == b"x" * 10
+    assert plan_store._read_bounded(io.BytesIO(b"x" * 40), measured=10) == b"x" * 40  # grew from 10 to 40 bytes
+    assert len(plan_store._read_bounded(io.BytesIO(b"x" * 400), measured=10)) == 51  # over the bound: refused after
+    assert plan_store._read_bounded(io.BytesIO(b"x" * 10), measured=10) == b"x" * 10

@@ -144,7 +144,7 @@ def read_plan_bytes(storage: Storage, where: Location) -> bytes:
         if info.size is not None and info.size > MAX_PLAN_BYTES:
             raise CopyInputError(_too_large(where, info.size))
         with fs.open_input_stream(where.path) as stream:
-            data = _read_bounded(stream, MAX_PLAN_BYTES + 1 if info.size is None else info.size + 1)
+            data = _read_bounded(stream, info.size)
     except OSError as exc:
         raise CopyInputError(f"cannot read plan {where.uri}: {exc.strerror or exc}") from None
     if len(data) > MAX_PLAN_BYTES:
@@ -152,10 +152,10 @@ def read_plan_bytes(storage: Storage, where: Location) -> bytes:
     return bytes(data)
 
 
-def _read_bounded(stream, first: int) -> bytes:
-    """At most MAX_PLAN_BYTES + 1 bytes: `first` at once (the size measured, + 1 to find a file that grew since),
-    the rest in chunks (a read of the bound itself reserves that much memory, whatever the file holds)."""
-    data = stream.read(min(first, MAX_PLAN_BYTES + 1))
+def _read_bounded(stream, measured: int | None) -> bytes:
+    """At most MAX_PLAN_BYTES + 1 bytes: the size measured + 1 at once (+ 1 finds a file that grew since), the rest
+    in chunks (a read of the bound itself reserves that much memory, whatever the file holds)."""
+    data = stream.read(MAX_PLAN_BYTES + 1 if measured is None else min(measured + 1, MAX_PLAN_BYTES + 1))
     while len(data) <= MAX_PLAN_BYTES and (more := stream.read(min(_CHUNK, MAX_PLAN_BYTES + 1 - len(data)))):
         data += more
     return data
