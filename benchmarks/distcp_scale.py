@@ -4,19 +4,26 @@ Each unit is one partition directory of one table, as a TableReplica's plan has 
 (1 KiB, shape `files`) or empty (shape `empty`). For each size and shape the source tree and a plan are
 written once, then the real command a copy Job runs (`hivecat distcp --plan P --output json`, its own
 process) copies every unit for the first time into a fresh target and is run again with nothing changed;
-local -> local, and local -> moto S3 (its own moto server, fresh bucket per copy). Every run's JSON summary
-is checked before its time counts (succeeded, every unit done on the first copy, nothing copied on the rerun).
+local -> local with the local engine and with the Spark engine (`--engine spark`: a local Spark, its JVM
+started by the command), local -> moto S3 (its own moto server, fresh bucket per copy), and local -> HDFS (a
+MiniDFSCluster from Hadoop's jars, through WebHDFS, at smaller sizes: see HDFS_SIZES). Every run's JSON
+summary is checked before its time counts (succeeded, every unit done on the first copy, nothing copied on
+the rerun).
 
 Figures per target, shape and size: seconds, microseconds per unit (flat across sizes means linear in the
-number of units), the process's peak RSS (its own, from wait4), for local -> local how long until the first
-unit was committed (`*_first_unit_committed_s`: its manifest appeared; units are copied a window at a time),
-for S3 the requests per unit the server
+number of units), the process's peak RSS (its own VmHWM, read while it runs; not the Spark engine's JVM), for local -> local
+how long until the first unit was committed (`*_first_unit_committed_s`: its manifest appeared; units are
+copied a window at a time), for S3 the requests per unit the server
 answered (`*_requests_per_unit`, from its log), and for local -> local `cp -r` of the same
 source tree, timed the same way (`*_vs_cp`: cp seconds / hivecat seconds, higher is better). `*_growth` is
-the per-unit time at the largest size over the smallest: 1.0 is linear.
+the per-unit time at the largest size over the smallest: 1.0 is linear. For HDFS, the floor a unit's two
+file writes (its file and its manifest) stand on: how long the cluster takes to create one 1 KiB file
+through WebHDFS (`hdfs_create_s`, one at a time) and how many it creates a second with 8 at a time
+(`hdfs_creates_per_s`).
 
-    python benchmarks/distcp_scale.py            # 1k, 10k, 100k units; local and S3: about 25 minutes on 2 CPUs
-    python benchmarks/distcp_scale.py --sizes 1000,10000 --no-s3
+    python benchmarks/distcp_scale.py            # 1k, 10k, 100k units (HDFS 200, 1k); S3 makes it the longest
+    python benchmarks/distcp_scale.py --no-s3    # local, Spark and HDFS: about 25 minutes on 2 CPUs
+    python benchmarks/distcp_scale.py --sizes 1000,10000 --no-s3 --no-hdfs --no-spark
     python benchmarks/distcp_scale.py --small    # 10 and 40 units: checks that everything works
 
 Speed is never asserted. The last stdout line is one JSON object of figures.
@@ -25,6 +32,7 @@ Speed is never asserted. The last stdout line is one JSON object of figures.
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import os
 import shutil
@@ -35,13 +43,18 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from hivecat.copy.manifest import MANIFEST_NAME
 from hivecat.local.moto import moto_server
 
 FULL, SMALL = (1_000, 10_000, 100_000), (10, 40)
+# A MiniDFSCluster closes some 15-20 small files a second (one datanode), each unit writing one or two: at 100,000
+# units one shape would take hours. Its per-unit figures at these sizes show whether that grows.
+HDFS_SIZES = (200, 1_000)
 SHAPES = ("files", "empty")
 FILE_BYTES = 1024
 S3_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
@@ -73,26 +86,40 @@ def write_plan(path: Path, source: Path, target_uri: str, units: int) -> None:
     path.write_text(json.dumps(document))
 
 
+def peak_rss_kib(pid: int) -> int | None:
+    """VmHWM of a running process: the peak resident set of its own memory since its exec, in KiB (None once
+    it has exited)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return next((int(line.split()[1]) for line in status if line.startswith("VmHWM:")), None)
+    except OSError:
+        return None
+
+
 def timed(command: list[str], env: dict[str, str] | None = None,
           watch: Path | None = None) -> tuple[float, float, str, float | None]:
     """(seconds, peak RSS in MiB, stdout, seconds until `watch` appeared or None) of one process, which must
-    succeed; reaped with wait4 for its own resource usage (the output goes through files, so no reader thread
-    holds it up). `watch` is looked for every 20 ms while the process runs."""
+    succeed (the output goes through files, so no reader thread holds it up). `watch` is looked for, and the
+    process's VmHWM read, every 10 ms while it runs: not wait4's ru_maxrss, which for a child started with
+    vfork (as subprocess starts one) is at least this process's own peak, whatever the child's."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         began = time.perf_counter()
         process = subprocess.Popen(command, stdout=out, stderr=err, env=env, text=True)
         appeared: list[float] = []
+        peak = [0]
         done = threading.Event()
 
         def look() -> None:
-            while not done.wait(0.02):
-                if watch is not None and watch.exists():
+            while True:
+                peak[0] = max(peak[0], peak_rss_kib(process.pid) or 0)
+                if watch is not None and not appeared and watch.exists():
                     appeared.append(time.perf_counter() - began)
+                if done.wait(0.01):
                     return
 
         watcher = threading.Thread(target=look, daemon=True)
         watcher.start()
-        _, status, usage = os.wait4(process.pid, 0)
+        _, status, _ = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - began
         done.set()
         watcher.join()
@@ -100,7 +127,7 @@ def timed(command: list[str], env: dict[str, str] | None = None,
         out.seek(0), err.seek(0)
         if process.returncode != 0:
             raise AssertionError(f"{' '.join(command[:3])} ... exited {process.returncode}: {err.read()[-2000:]}")
-        return seconds, usage.ru_maxrss / 1024, out.read(), appeared[0] if appeared else None
+        return seconds, peak[0] / 1024, out.read(), appeared[0] if appeared else None
 
 
 def check(summary_text: str, units: int, copied: int) -> None:
@@ -137,88 +164,174 @@ def new_bucket(env: dict[str, str], name: str) -> None:
                  aws_access_key_id="testing", aws_secret_access_key="testing").create_bucket(Bucket=name)
 
 
-def measure(hivecat: str, workdir: Path, units: int, shape: str, s3: dict[str, str] | None) -> dict[str, float]:
+@dataclass(frozen=True)
+class Target:
+    """Where one run copies to, and how."""
+
+    kind: str                          # local | spark | s3 | hdfs
+    uri: str
+    env: dict[str, str] | None = None  # the command's environment (None: this process's)
+    args: tuple[str, ...] = ()         # more of its arguments
+    dst: Path | None = None            # a local target's directory: made fresh, watched, compared with cp -r
+
+
+def targets_for(root: Path, shape: str, units: int, s3: dict[str, str] | None,
+                hdfs: tuple[str, dict[str, str]] | None, spark: bool, local: bool) -> list[Target]:
+    found = [Target("local", f"file://{root}/dst", dst=root / "dst")] if local else []
+    if spark:
+        found.append(Target("spark", f"file://{root}/dst-spark", args=("--engine", "spark"), dst=root / "dst-spark"))
+    if s3 is not None:
+        found.append(Target("s3", f"s3://b-{shape}-{units}/table", s3))
+    if hdfs is not None:
+        found.append(Target("hdfs", f"{hdfs[0]}/{shape}-{units}/table", hdfs[1]))
+    return found
+
+
+def measure(hivecat: str, workdir: Path, units: int, shape: str, local: bool, s3: dict[str, str] | None,
+            hdfs: tuple[str, dict[str, str]] | None, spark: bool) -> dict[str, float]:
+    """One size and shape on every target (`local`: the local, Spark and S3 ones too, else HDFS only)."""
     figures: dict[str, float] = {}
     root = workdir / f"{shape}-{units}"
     source = write_table(root, units, shape == "files")
     copied = units if shape == "files" else 0
-    targets = [("local", f"file://{root}/dst", None)]
-    if s3 is not None:
-        targets.append(("s3", f"s3://b-{shape}-{units}/table", s3))
-    for kind, target_uri, env in targets:
-        plan = root / f"plan-{kind}.json"
-        write_plan(plan, source, target_uri, units)
-        if env is not None:
-            new_bucket(env, target_uri.split("/")[2])
-        else:
-            fresh(root / "dst")
-        key = f"{kind}_{shape}_{label(units)}"
-        command = [hivecat, "distcp", "--plan", str(plan), "--output", "json"]
+    for target in targets_for(root, shape, units, s3 if local else None, hdfs, spark and local, local):
+        plan = root / f"plan-{target.kind}.json"
+        write_plan(plan, source, target.uri, units)
+        if target.kind == "s3":
+            new_bucket(target.env, target.uri.split("/")[2])
+        if target.dst is not None:
+            fresh(target.dst)
+        key = f"{target.kind}_{shape}_{label(units)}"
+        command = [hivecat, "distcp", "--plan", str(plan), "--output", "json", *target.args]
         for run, files in (("first", copied), ("rerun", 0)):
-            logged = requests_logged(workdir) if env is not None else 0
-            first_unit = root / "dst" / "dt=0000000" / MANIFEST_NAME if env is None and run == "first" else None
-            seconds, rss, out, committed = timed(command, env, first_unit)
+            logged = requests_logged(workdir) if target.kind == "s3" else 0
+            first_unit = target.dst / "dt=0000000" / MANIFEST_NAME if target.dst and run == "first" else None
+            seconds, rss, out, committed = timed(command, target.env, first_unit)
             check(out, units, files)
             figures.update({f"{key}_{run}_s": seconds, f"{key}_{run}_us_per_unit": seconds / units * 1e6,
                             f"{key}_{run}_peak_rss_mib": rss})
             if first_unit is not None:  # when readers can see the first unit: copying began before it
                 figures[f"{key}_first_unit_committed_s"] = committed if committed is not None else seconds
-            if env is not None:
+            if target.kind == "s3":
                 figures[f"{key}_{run}_requests_per_unit"] = (requests_logged(workdir) - logged) / units
-        if kind == "local":
-            if not (root / "dst" / "dt=0000000" / MANIFEST_NAME).is_file():
+        if target.dst is not None:
+            if not (target.dst / "dt=0000000" / MANIFEST_NAME).is_file():
                 raise AssertionError("no manifest in the first unit's target")
             fresh(root / "cp")
             cp_seconds, _, _, _ = timed(["cp", "-r", str(source), str(root / "cp")])
             figures[f"{key}_cp_s"] = cp_seconds
             figures[f"{key}_first_vs_cp"] = cp_seconds / figures[f"{key}_first_s"]
+            fresh(target.dst)
         log(f"  {key}: first {figures[f'{key}_first_s']:.2f} s ({figures[f'{key}_first_us_per_unit']:.0f} us/unit, "
             f"{figures[f'{key}_first_peak_rss_mib']:.0f} MiB"
-            + (f", first unit committed at {figures[f'{key}_first_unit_committed_s']:.2f} s" if kind == "local" else "")
+            + (f", first unit committed at {figures[f'{key}_first_unit_committed_s']:.2f} s" if target.dst else "")
             + f"), rerun {figures[f'{key}_rerun_s']:.2f} s "
             f"({figures[f'{key}_rerun_us_per_unit']:.0f} us/unit)"
-            + (f", cp -r {figures[f'{key}_cp_s']:.2f} s" if kind == "local" else
-               f", S3 requests per unit {figures[f'{key}_first_requests_per_unit']:.1f} first, "
-               f"{figures[f'{key}_rerun_requests_per_unit']:.1f} rerun"))
+            + (f", cp -r {figures[f'{key}_cp_s']:.2f} s" if target.dst else "")
+            + (f", S3 requests per unit {figures[f'{key}_first_requests_per_unit']:.1f} first, "
+               f"{figures[f'{key}_rerun_requests_per_unit']:.1f} rerun" if target.kind == "s3" else ""))
     shutil.rmtree(root, ignore_errors=True)
     return figures
 
 
-def growth(figures: dict[str, float], sizes: tuple[int, ...]) -> None:
-    smallest, largest = label(min(sizes)), label(max(sizes))
-    for key in [k for k in figures if f"_{smallest}_" in k and k.endswith("_us_per_unit")]:
-        head, tail = key.split(f"_{smallest}_")
-        other = f"{head}_{largest}_{tail}"
-        if other in figures and smallest != largest:
-            figures[f"{head}_{tail.removesuffix('_us_per_unit')}_growth"] = figures[other] / figures[key]
+def growth(figures: dict[str, float], sizes: tuple[int, ...]) -> dict[str, str]:
+    """`*_growth` for each target, shape and run measured at two sizes or more: per-unit time at its largest
+    size over its smallest. Returns a line describing each."""
+    described = {}
+    measured = sorted(set(sizes))
+    for head in {k.split("_")[0] + "_" + k.split("_")[1] for k in figures if k.endswith("_us_per_unit")}:
+        for run in ("first", "rerun"):
+            at = [n for n in measured if f"{head}_{label(n)}_{run}_us_per_unit" in figures]
+            if len(at) < 2:
+                continue
+            small, large = (f"{head}_{label(n)}_{run}_us_per_unit" for n in (at[0], at[-1]))
+            figures[f"{head}_{run}_growth"] = figures[large] / figures[small]
+            described[f"{head}_{run}"] = f"per-unit time at {label(at[-1])} / at {label(at[0])} units"
+    return described
+
+
+@contextmanager
+def hdfs_target(workdir: Path, enabled: bool) -> Iterator[tuple[str, dict[str, str]] | None]:
+    """A MiniDFSCluster for the run: (its hdfs:// URI, the environment that points hivecat at its WebHDFS)."""
+    if not enabled:
+        yield None
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from support.hdfs import HdfsCluster  # the tests' cluster, reused (as relocate_support/pg_rows does)
+
+    cluster = HdfsCluster(workdir / "hdfs")
+    cluster.start(format=True)
+    try:
+        yield cluster.uri, {**os.environ, "HIVECAT_WEBHDFS_ENDPOINTS":
+                            f"{cluster.authority}=http://127.0.0.1:{cluster.http_port}"}
+    finally:
+        cluster.stop()
+
+
+def hdfs_create_figures(env: dict[str, str], files: int) -> dict[str, float]:
+    """The cluster's own pace for what every unit does at least once (its manifest) and a one-file unit
+    twice: create a 1 KiB file through WebHDFS (the namenode's CREATE, then the datanode's PUT, which returns
+    once the file is closed). One at a time (median seconds), then `files` of them 8 at a time."""
+    import requests
+
+    endpoint = env["HIVECAT_WEBHDFS_ENDPOINTS"].split("=", 1)[1] + "/webhdfs/v1/floor"
+    payload, user = os.urandom(FILE_BYTES), getpass.getuser()
+
+    def create(index: int) -> float:
+        began = time.perf_counter()
+        with requests.Session() as session:
+            redirect = session.put(f"{endpoint}/f{index}?op=CREATE&user.name={user}", allow_redirects=False)
+            session.put(redirect.headers["Location"], data=payload).raise_for_status()
+        return time.perf_counter() - began
+
+    one_at_a_time = sorted(create(index) for index in range(10))
+    began = time.perf_counter()
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(create, range(10, 10 + files)))
+    return {"hdfs_create_s": one_at_a_time[len(one_at_a_time) // 2],
+            "hdfs_creates_per_s": files / (time.perf_counter() - began)}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--small", action="store_true", help="10 and 40 units: checks that everything works")
     parser.add_argument("--sizes", help="comma-separated unit counts (default 1000,10000,100000)")
-    parser.add_argument("--no-s3", action="store_true", help="local -> local only")
+    parser.add_argument("--hdfs-sizes", help="comma-separated unit counts for HDFS (default 200,1000)")
+    parser.add_argument("--no-s3", action="store_true", help="no local -> S3")
+    parser.add_argument("--no-hdfs", action="store_true", help="no local -> HDFS")
+    parser.add_argument("--no-spark", action="store_true", help="no Spark engine")
     parser.add_argument("--workdir", type=Path, help="where to write the trees (default: a temp dir under /tmp)")
     args = parser.parse_args(argv)
     sizes = tuple(int(s) for s in args.sizes.split(",")) if args.sizes else SMALL if args.small else FULL
+    hdfs_sizes = () if args.no_hdfs else tuple(int(s) for s in args.hdfs_sizes.split(",")) if args.hdfs_sizes \
+        else SMALL if args.small else HDFS_SIZES
     hivecat = shutil.which("hivecat", path=str(Path(sys.executable).parent)) or "hivecat"
     workdir = Path(tempfile.mkdtemp(prefix="hivecat-bench-scale-", dir=args.workdir))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed run still removes its trees (finally)
     figures: dict = {"cpus": os.cpu_count() or 0, "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
-                     "sizes": ",".join(map(str, sizes)), "file_bytes": FILE_BYTES}
+                     "sizes": ",".join(map(str, sizes)), "hdfs_sizes": ",".join(map(str, hdfs_sizes)),
+                     "file_bytes": FILE_BYTES}
     try:
         with s3_target(workdir, not args.no_s3) as s3:
             for units in sizes:
                 for shape in SHAPES:
-                    figures.update(measure(hivecat, workdir, units, shape, s3))
+                    figures.update(measure(hivecat, workdir, units, shape, True, s3, None, not args.no_spark))
+        with hdfs_target(workdir, bool(hdfs_sizes)) as hdfs:  # afterwards: its JVM runs beside nothing else
+            if hdfs is not None:
+                figures.update(hdfs_create_figures(hdfs[1], min(200, max(hdfs_sizes))))
+                for units in hdfs_sizes:
+                    for shape in SHAPES:
+                        figures.update(measure(hivecat, workdir, units, shape, False, None, hdfs, False))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    growth(figures, sizes)
+    described = growth(figures, tuple(set(sizes) | set(hdfs_sizes)))
     figures["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
     figures = {k: round(v, 3) if isinstance(v, float) else v for k, v in figures.items()}
-    for key in sorted(k for k in figures if k.endswith("_growth")):
-        print(f"{key.removesuffix('_growth')}: per-unit time at {label(max(sizes))} / at {label(min(sizes))} "
-              f"units = {figures[key]:.2f}")
+    for key in sorted(described):
+        print(f"{key}: {described[key]} = {figures[key + '_growth']:.2f}")
+    if "hdfs_create_s" in figures:
+        print(f"HDFS: one 1 KiB file created in {figures['hdfs_create_s']:.3f} s, "
+              f"{figures['hdfs_creates_per_s']:.1f} a second 8 at a time")
     print(f"{figures['cpus']} CPUs, 1-min load average {figures['load_avg_1m_at_start']} at start, "
           f"{figures['load_avg_1m_at_end']} at the end")
     print(json.dumps(figures, sort_keys=True))
