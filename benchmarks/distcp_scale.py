@@ -189,12 +189,12 @@ def targets_for(root: Path, shape: str, units: int, s3: dict[str, str] | None,
 
 def measure(hivecat: str, workdir: Path, units: int, shape: str, local: bool, s3: dict[str, str] | None,
             hdfs: tuple[str, dict[str, str]] | None, spark: bool) -> dict[str, float]:
-    """One size and shape on every target (`local`: the local, Spark and S3 ones too, else HDFS only)."""
+    """One size and shape on the targets given (`local`: the local engine's too)."""
     figures: dict[str, float] = {}
     root = workdir / f"{shape}-{units}"
     source = write_table(root, units, shape == "files")
     copied = units if shape == "files" else 0
-    for target in targets_for(root, shape, units, s3 if local else None, hdfs, spark and local, local):
+    for target in targets_for(root, shape, units, s3, hdfs, spark, local):
         plan = root / f"plan-{target.kind}.json"
         write_plan(plan, source, target.uri, units)
         if target.kind == "s3":
@@ -239,7 +239,7 @@ def growth(figures: dict[str, float], sizes: tuple[int, ...]) -> dict[str, str]:
     size over its smallest. Returns a line describing each."""
     described = {}
     measured = sorted(set(sizes))
-    for head in {k.split("_")[0] + "_" + k.split("_")[1] for k in figures if k.endswith("_us_per_unit")}:
+    for head in {"_".join(k.split("_")[:2]) for k in figures if k.endswith("_us_per_unit")}:  # target_shape
         for run in ("first", "rerun"):
             at = [n for n in measured if f"{head}_{label(n)}_{run}_us_per_unit" in figures]
             if len(at) < 2:
